@@ -1,0 +1,56 @@
+"""Products between word codes (aligned with X's non-zeros) and the dictionary.
+
+Both functions are deterministic whatever the thread count: every output
+entry is summed by one thread in a fixed order.
+"""
+from cython.parallel cimport prange
+
+import numpy as np
+
+from stc._core._openmp import resolve_n_jobs
+
+
+def word_means(const int[::1] indices, const double[:, ::1] codes,
+               const double[:, ::1] beta_t, n_jobs=None):
+    """mean_j = codes[j] . beta[:, indices[j]] for every stored entry j.
+
+    ``beta_t`` is the dictionary transposed, (n_features, n_topics).
+    """
+    cdef Py_ssize_t nnz = codes.shape[0], n_topics = codes.shape[1], j, k
+    cdef int n_threads = resolve_n_jobs(n_jobs)
+    out = np.empty(nnz, dtype=np.float64)
+    cdef double[::1] out_v = out
+    cdef double acc
+    cdef const double* row
+    with nogil:
+        for j in prange(nnz, schedule="static", num_threads=n_threads):
+            acc = 0.0
+            row = &beta_t[indices[j], 0]
+            for k in range(n_topics):
+                acc = acc + codes[j, k] * row[k]
+            out_v[j] = acc
+    return out
+
+
+def word_code_sums(const int[::1] col_ptr, const int[::1] col_entries,
+                   const double[:, ::1] codes, const double[::1] weights, n_jobs=None):
+    """out[n, k] = sum over entries j of term n of weights[j] * codes[j, k].
+
+    ``col_ptr``/``col_entries`` list, term by term, the positions j of the
+    stored entries of each term (a CSC view of X's non-zeros). ``weights``
+    may be empty, meaning all ones.
+    """
+    cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.shape[1], n, p, j, k
+    cdef int n_threads = resolve_n_jobs(n_jobs)
+    cdef bint weighted = weights.shape[0] > 0
+    out = np.zeros((n_features, n_topics), dtype=np.float64)
+    cdef double[:, ::1] out_v = out
+    cdef double w
+    with nogil:
+        for n in prange(n_features, schedule="static", num_threads=n_threads):
+            for p in range(col_ptr[n], col_ptr[n + 1]):
+                j = col_entries[p]
+                w = weights[j] if weighted else 1.0
+                for k in range(n_topics):
+                    out_v[n, k] += w * codes[j, k]
+    return out

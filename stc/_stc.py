@@ -1,0 +1,264 @@
+"""The unsupervised estimator `STC` (paper Sec. 2)."""
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from stc._validation import as_count_matrix, check_choice, check_number
+from stc.coding import initial_codes, sparse_code
+from stc.dictionary import CorpusLayout, update_dictionary
+from stc.losses import get_loss
+
+
+def initial_dictionary(X, n_topics, random_state, docs_per_topic=5, corpus_share=0.2):
+    """Distinct starting topics, seeded by ``random_state``.
+
+    Topic k is a few random documents' word distribution mixed with a
+    randomly perturbed corpus distribution (weight ``corpus_share``), so
+    every observed term has positive weight in every topic (no infinite
+    Poisson loss at the start) while topics differ. Starting from identical
+    uniform topics, as in the paper, the topics stay nearly identical on
+    20 Newsgroups.
+    """
+    rng = check_random_state(random_state)
+    n_docs, n_features = X.shape
+    corpus = np.asarray(X.sum(axis=0)).ravel()
+    total = corpus.sum()
+    beta = np.zeros((n_topics, n_features))
+    if total <= 0:
+        beta[:] = 1.0 / n_features
+        return beta
+    corpus = corpus / total
+    nonempty = np.flatnonzero(np.diff(X.indptr) > 0)
+    for k in range(n_topics):
+        docs = rng.choice(nonempty, size=min(docs_per_topic, nonempty.size), replace=False)
+        sample = np.asarray(X[docs].sum(axis=0)).ravel()
+        noise = rng.uniform(0.5, 1.5, size=n_features)
+        beta[k] = (1.0 - corpus_share) * sample / sample.sum() + corpus_share * corpus * noise
+        beta[k] /= beta[k].sum()
+    return beta
+
+
+def word_code_sparsity(codes):
+    """Share of zero entries in the word codes, averaged over observed words."""
+    return float(np.mean(codes == 0)) if codes.size else 0.0
+
+
+class STC(TransformerMixin, BaseEstimator):
+    """Sparse Topical Coding (Zhu & Xing, UAI 2011), problem (2).
+
+    Parameters
+    ----------
+    n_topics : int, default=20
+        Number of topics K.
+    lambda_ : float, default=0.1
+        Weight of the penalty on document codes theta.
+    gamma : float or None, default=None
+        Weight of the coupling gamma * ||s_n - theta||^2; None means ``lambda_``.
+    rho : float, default=0.01
+        Weight of the penalty on word codes s.
+    loss : str or loss instance, default="poisson"
+        Registered loss name (``stc.losses.registered_losses()``) or instance.
+    theta_penalty : {"l2", "l1"}, default="l2"
+        ``"l1"``: truncated averaging (eq. 3); ``"l2"``: footnote 3 (the
+        paper's reported setting).
+    code_penalty : {"l1", "l2"}, default="l1"
+        ``"l1"``: STC; ``"l2"``: the paper's gaussSTC.
+    max_iter : int, default=100
+        Maximum number of outer iterations (coding + dictionary step).
+    tol : float, default=1e-4
+        Stop when the relative decrease of the objective falls under ``tol``.
+    inner_max_iter : int, default=50
+        Maximum coding sweeps per document per call.
+    inner_tol : float, default=1e-4
+        Stop coding a document when the relative decrease of its objective
+        falls under ``inner_tol``.
+    dictionary_max_iter : int, default=10
+        Maximum dictionary steps per outer iteration.
+    n_jobs : int or None, default=None
+        Threads for the kernels (None: 1, -1: all). Results do not depend on it.
+    random_state : int, RandomState or None, default=None
+        Seeds the initial dictionary.
+    verbose : int, default=0
+        Print objective, sparsity and time per outer iteration when > 0.
+
+    Attributes
+    ----------
+    components_ : ndarray (n_topics, n_features)
+        Topics beta, each on the probability simplex.
+    objective_ : ndarray (n_iter_,)
+        Objective (2) after each outer iteration (never increases).
+    n_iter_ : int
+    n_features_in_ : int
+    """
+
+    def __init__(self, n_topics=20, *, lambda_=0.1, gamma=None, rho=0.01, loss="poisson",
+                 theta_penalty="l2", code_penalty="l1", max_iter=100, tol=1e-4,
+                 inner_max_iter=50, inner_tol=1e-4, dictionary_max_iter=10, n_jobs=None,
+                 random_state=None, verbose=0):
+        self.n_topics = n_topics
+        self.lambda_ = lambda_
+        self.gamma = gamma
+        self.rho = rho
+        self.loss = loss
+        self.theta_penalty = theta_penalty
+        self.code_penalty = code_penalty
+        self.max_iter = max_iter
+        self.tol = tol
+        self.inner_max_iter = inner_max_iter
+        self.inner_tol = inner_tol
+        self.dictionary_max_iter = dictionary_max_iter
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ---- parameter and input checks
+
+    def _check_params(self):
+        check_number(self.n_topics, "n_topics", low=1, integer=True)
+        check_number(self.lambda_, "lambda_", low=0)
+        if self.gamma is not None:
+            check_number(self.gamma, "gamma", low=0, low_inclusive=False)
+        elif not self.lambda_ > 0:
+            raise ValueError("gamma defaults to lambda_, which is 0: set gamma > 0")
+        check_number(self.rho, "rho", low=0)
+        check_choice(self.theta_penalty, "theta_penalty", {"l1", "l2"})
+        check_choice(self.code_penalty, "code_penalty", {"l1", "l2"})
+        check_number(self.max_iter, "max_iter", low=1, integer=True)
+        check_number(self.tol, "tol", low=0)
+        check_number(self.inner_max_iter, "inner_max_iter", low=1, integer=True)
+        check_number(self.inner_tol, "inner_tol", low=0)
+        check_number(self.dictionary_max_iter, "dictionary_max_iter", low=1, integer=True)
+        if self.n_jobs is not None:
+            check_number(self.n_jobs, "n_jobs", integer=True)
+            if self.n_jobs == 0:
+                raise ValueError("n_jobs must be a positive integer, -1 or None, got 0")
+        return get_loss(self.loss)
+
+    def _coding_params(self):
+        return dict(lam=self.lambda_, gamma=self.lambda_ if self.gamma is None else self.gamma,
+                    rho=self.rho, theta_penalty=self.theta_penalty,
+                    code_penalty=self.code_penalty)
+
+    def _validate_X(self, X, reset):
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset)
+        return as_count_matrix(sp.csr_matrix(X), self._loss)
+
+    # ---- fitting
+
+    def fit(self, X, y=None):
+        """Learn the topics from the document-term count matrix ``X``."""
+        self._loss = self._check_params()
+        X = self._validate_X(X, reset=True)
+        self._fit(X)
+        return self
+
+    def _fit(self, X, theta_linear_fn=None, on_iteration=None):
+        """Outer loop: code all documents (warm), then update the dictionary.
+
+        ``theta_linear_fn(theta)`` (MedSTC) returns the linear term of the
+        document-code step for the next coding call; ``on_iteration(state)``
+        runs after each dictionary step and may return extra objective terms.
+        """
+        params = self._coding_params()
+        beta = initial_dictionary(X, self.n_topics, self.random_state)
+        codes, theta = initial_codes(X, self.n_topics)
+        layout = CorpusLayout(X)
+        objective = []
+        start = time.perf_counter()
+        for iteration in range(1, self.max_iter + 1):
+            theta_linear = theta_linear_fn(theta) if theta_linear_fn is not None else None
+            doc_obj, doc_loss, _, _ = sparse_code(
+                self._loss, X, beta, codes, theta, max_iter=self.inner_max_iter,
+                tol=self.inner_tol, theta_linear=theta_linear, n_jobs=self.n_jobs, **params)
+            penalties = float(np.sum(doc_obj) - np.sum(doc_loss))
+            if theta_linear is not None:  # the linear term is not part of problem (2)
+                penalties += float(np.sum(theta_linear * theta))
+            beta, recon, _ = update_dictionary(self._loss, layout, codes, beta,
+                                               max_iter=self.dictionary_max_iter,
+                                               n_jobs=self.n_jobs)
+            value = recon + penalties
+            extra = on_iteration(theta, iteration) if on_iteration is not None else 0.0
+            objective.append(value + extra)
+            if self.verbose:
+                print(f"iter {iteration:3d}  objective {objective[-1]:.6e}  "
+                      f"word-code sparsity {word_code_sparsity(codes):.3f}  "
+                      f"doc-code sparsity {float(np.mean(theta == 0)):.3f}  "
+                      f"time {time.perf_counter() - start:.1f}s")
+            if len(objective) > 1 and objective[-2] - objective[-1] <= self.tol * abs(objective[-1]):
+                break
+        self.components_ = beta
+        self.objective_ = np.asarray(objective)
+        self.n_iter_ = len(objective)
+        self._train_theta = theta
+        return self
+
+    # ---- coding new documents
+
+    def _code(self, X):
+        """Code documents with the fitted topics; returns (theta, codes, objective, X)."""
+        check_is_fitted(self, "components_")
+        self._loss = self._check_params()
+        X = self._validate_X(X, reset=False)
+        beta = self.components_
+        # Terms the topics give no weight (never seen in training) carry no
+        # information: code the documents without them; their word codes are 0.
+        known = beta.sum(axis=0) > 0
+        keep = known[X.indices]
+        Xk = X
+        if not np.all(keep):
+            Xk = X.copy()
+            Xk.data = np.where(keep, Xk.data, 0.0)
+            Xk.eliminate_zeros()
+            Xk.indices = Xk.indices.astype(np.int32, copy=False)
+            Xk.indptr = Xk.indptr.astype(np.int32, copy=False)
+        codes, theta = initial_codes(Xk, beta.shape[0])
+        doc_obj, _, _, _ = sparse_code(self._loss, Xk, beta, codes, theta,
+                                       max_iter=self.inner_max_iter, tol=self.inner_tol,
+                                       n_jobs=self.n_jobs, **self._coding_params())
+        if Xk is not X:
+            full = np.zeros((X.nnz, beta.shape[0]))
+            full[np.flatnonzero(keep)] = codes
+            codes = full
+        return theta, codes, doc_obj, X
+
+    def transform(self, X):
+        """Document codes theta, shape (n_docs, n_topics)."""
+        return self._code(X)[0]
+
+    def fit_transform(self, X, y=None):
+        """Fit, then code ``X`` with the final topics (same as fit(X).transform(X))."""
+        return self.fit(X).transform(X)
+
+    def word_codes(self, X):
+        """Word codes s as CSR of shape (X.nnz, n_topics).
+
+        Row i is the code of the i-th stored non-zero of X in CSR order with
+        sorted indices (after summing duplicates and dropping explicit zeros).
+        """
+        codes = self._code(X)[1]
+        return sp.csr_matrix(codes)
+
+    def score(self, X, y=None):
+        """Minus objective (2) of coding ``X`` with the fitted topics (higher is better)."""
+        return -float(np.sum(self._code(X)[2]))
+
+    def top_words(self, vocabulary, n=10):
+        """The ``n`` highest-weight terms of every topic, as lists of strings."""
+        check_is_fitted(self, "components_")
+        vocabulary = np.asarray(vocabulary)
+        if vocabulary.shape != (self.components_.shape[1],):
+            raise ValueError(f"vocabulary must have {self.components_.shape[1]} terms, "
+                             f"got shape {vocabulary.shape}")
+        check_number(n, "n", low=1, integer=True)
+        order = np.argsort(-self.components_, axis=1, kind="stable")[:, :n]
+        return [list(vocabulary[row]) for row in order]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        return tags

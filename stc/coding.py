@@ -1,0 +1,51 @@
+"""Python layer of hierarchical sparse coding: start values and kernel dispatch."""
+import numpy as np
+
+from stc._core._coding import code_documents
+from stc._core.numpy_coding import PENALTY_L1, PENALTY_L2, code_documents_numpy
+from stc.losses import CompiledLoss
+
+PENALTIES = {"l1": PENALTY_L1, "l2": PENALTY_L2}
+
+
+def initial_codes(X, n_topics, value=1.0):
+    """Start every word code and document code at ``value`` (1 by default).
+
+    All topics start equal (no topic is favoured by the sweep order) and at
+    the scale the penalties settle at: coordinate descent moves the common
+    level of s and theta only by about rho / (2 gamma) per sweep, so a start
+    far above it (e.g. codes that reconstruct every count exactly, which
+    with ~1e-4 topic weights means codes ~1e4) would take thousands of
+    sweeps to shed. Empty documents start (and stay) at zero.
+    """
+    codes = np.full((X.nnz, n_topics), float(value))
+    theta = np.full((X.shape[0], n_topics), float(value))
+    theta[np.diff(X.indptr) == 0] = 0.0
+    return codes, theta
+
+
+def sparse_code(loss, X, beta, codes, theta, *, lam, gamma, rho, theta_penalty, code_penalty,
+                max_iter, tol, theta_linear=None, n_jobs=None):
+    """Code every document of CSR ``X`` in place, warm-started from ``codes``/``theta``.
+
+    Returns (per-document objective, per-document loss part, per-document
+    iterations, means of the non-zeros). A compiled loss runs the nogil
+    kernel in parallel; a pure-Python loss runs the numpy sweep.
+    """
+    means = np.zeros(X.nnz, dtype=np.float64)
+    args = dict(lam=float(lam), gamma=float(gamma), rho=float(rho),
+                theta_penalty=PENALTIES[theta_penalty], code_penalty=PENALTIES[code_penalty],
+                max_iter=int(max_iter), tol=float(tol))
+    if theta_linear is not None:
+        theta_linear = np.ascontiguousarray(theta_linear, dtype=np.float64)
+    if isinstance(loss, CompiledLoss):
+        objective, recon, n_iter = code_documents(
+            loss, X.indptr, X.indices, X.data, beta, codes, theta, means, theta_linear,
+            args["lam"], args["gamma"], args["rho"], args["theta_penalty"],
+            args["code_penalty"], args["max_iter"], args["tol"], n_jobs)
+    else:
+        objective, recon, n_iter = code_documents_numpy(
+            loss, X, beta, codes, theta, means, theta_linear, args["lam"], args["gamma"],
+            args["rho"], args["theta_penalty"], args["code_penalty"], args["max_iter"],
+            args["tol"])
+    return objective, recon, n_iter, means

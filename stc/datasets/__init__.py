@@ -1,0 +1,36 @@
+"""Datasets: the 20 Newsgroups bag-of-words corpus.
+
+Functions
+---------
+load_newsgroups(subset="train")
+    Small three-group corpus (comp.graphics, rec.sport.hockey, sci.space)
+    embedded in the package; needs no download.
+load_newsgroups_split()
+    Both splits of the embedded corpus, as ``(train, test)``.
+load_20newsgroups(data_home, subset="train", remove_stopwords=True, stopwords=None)
+    Full 20-group corpus read from a directory of SVMlight files.
+load_20newsgroups_split(data_home, remove_stopwords=True, stopwords=None)
+    Both splits of the full corpus, sharing one vocabulary, as ``(train, test)``.
+stopwords()
+    The shipped English stop-word list, as a frozenset.
+
+Every loader returns a :class:`sklearn.utils.Bunch` with ``data`` (CSR
+float64 word counts, documents x terms, sorted indices), ``target`` (int64
+group indices), ``target_names``, ``vocabulary`` (column i counts
+``vocabulary[i]``) and ``DESCR``.
+"""
+from ._newsgroups import (
+    load_20newsgroups,
+    load_20newsgroups_split,
+    load_newsgroups,
+    load_newsgroups_split,
+    stopwords,
+)
+
+__all__ = [
+    "load_20newsgroups",
+    "load_20newsgroups_split",
+    "load_newsgroups",
+    "load_newsgroups_split",
+    "stopwords",
+]

@@ -1,0 +1,17 @@
+# Compiled loss interface: the coding kernel calls these methods per coordinate,
+# without the GIL. A user's compiled loss subclasses CompiledLoss in its own
+# extension module (`from stc.losses._base cimport CompiledLoss`) and overrides
+# _loss, _gradient and _hessian; _solve_coordinate then runs the generic
+# safeguarded Newton solver, or is overridden by a closed form.
+
+cdef class CompiledLoss:
+    cdef readonly double mean_lower     # the mean must lie in the open interval
+    cdef readonly double mean_upper     # (mean_lower, mean_upper)
+
+    cdef double _loss(self, double y, double mean) noexcept nogil
+    cdef double _gradient(self, double y, double mean) noexcept nogil
+    cdef double _hessian(self, double y, double mean) noexcept nogil
+    cdef double _solve_coordinate(self, double y, double b, double mean_rest,
+                                  double quad, double lin, double x_start) noexcept nogil
+    cdef double _newton_coordinate(self, double y, double b, double mean_rest,
+                                   double quad, double lin, double x_start) noexcept nogil

@@ -1,0 +1,694 @@
+"""Multi-class linear SVM trained by the 1-slack cutting-plane algorithm.
+
+Problem (Crammer-Singer multi-class hinge with label cost ``ell``, no
+intercept), for weights ``W`` of shape ``(n_classes, n_features)``::
+
+    min_W  1/2 ||W||_F^2 + C * R_h(W),
+    R_h(W) = sum_d s_d max_y [Delta(y_d, y) + W_y . x_d - W_{y_d} . x_d],
+    Delta(y_d, y) = ell * 1[y != y_d],
+
+where ``s_d = 1/D`` without sample weights (the hinge is *averaged* over the
+documents, as in MedLDA/MedSTC) and ``s_d = w_d / sum(w)`` with sample
+weights ``w`` (so that integer weights are equivalent to repeating rows).
+
+Algorithm (Joachims, Finley & Yu, "Cutting-plane training of structural
+SVMs", Machine Learning 2009, Alg. 4 -- the 1-slack formulation).  Every joint
+labelling ``ybar = (ybar_1, ..., ybar_D)`` gives one linear constraint
+``c(ybar) - <G(ybar), W> <= xi`` with::
+
+    c(ybar) = sum_d s_d Delta(y_d, ybar_d)
+    G(ybar) = sum_d s_d (phi(x_d, y_d) - phi(x_d, ybar_d))
+
+(``phi(x, y)`` puts ``x`` in row ``y`` of a ``(n_classes, n_features)``
+matrix), and ``R_h(W) = max_ybar c(ybar) - <G(ybar), W>``.  The labelling
+``ybar = y`` gives the "zero cut" ``c = 0, G = 0``, i.e. ``xi >= 0``; it is
+kept permanently at index 0 of the working set.  Each iteration solves the
+dual of the problem restricted to the working set,
+
+    max_alpha  sum_j alpha_j c_j - 1/2 || sum_j alpha_j G_j ||^2
+    s.t.       alpha >= 0,  sum_j alpha_j = C           (zero cut included),
+
+which, because the zero cut carries the slack of ``sum alpha <= C``, is the
+dual over ``{alpha >= 0, sum alpha <= C}`` of the brief; ``W = sum_j alpha_j
+G_j``.  The QP is solved by pairwise (SMO-type) coordinate ascent with
+second-order working-pair selection on the cut Gram matrix, stopped on its
+Frank-Wolfe duality gap.  Then the most violated labelling at ``W`` is found
+in one vectorised loss-augmented argmax pass and added as a cut.
+
+Stopping rule and guarantee
+---------------------------
+Let ``eps = tol * cost`` (``tol`` is relative to the label cost, which makes
+the fit invariant under the rescaling ``(C, cost) -> (C / cost, 1)``,
+``W -> W / cost``).  With ``xi = max(0, max_j c_j - <G_j, W>)`` the slack of
+the working set at the current ``W`` and ``qp_gap`` the duality gap of the
+restricted QP at the current ``alpha``, the algorithm stops when::
+
+    R_h(W) <= xi + eps        and        qp_gap <= 1e-2 * C * eps.
+
+For any dual-feasible ``alpha`` with ``W = sum alpha_j G_j`` one has the
+identity::
+
+    P(W) - D(alpha) = C * (R_h(W) - xi) + qp_gap,
+
+where ``P`` is the primal objective and ``D(alpha) = sum alpha_j c_j -
+1/2||W||^2`` the dual objective.  Every cut is a valid constraint of the full
+1-slack problem, so ``D(alpha) <= P* <= P(W)`` (weak duality), and at
+termination::
+
+    0 <= P(W) - P*  <=  P(W) - D(alpha)  <=  1.01 * C * eps = 1.01 * C * tol * cost.
+
+The fitted attributes ``objective_`` and ``dual_objective_`` are ``P(W)``
+and ``D(alpha)``; their difference is the certified gap.
+
+Warm start
+----------
+A cut is determined by its labelling ``ybar``, and *every* labelling is a
+valid constraint whatever the features are.  The working set is therefore
+stored as labellings (only the cuts active at the end of the previous fit)
+together with their dual weights.  With ``warm_start=True`` and the same
+number of samples, features and the same classes, ``fit`` recomputes the cut
+constants and gradients of those labellings on the new ``(X, y,
+sample_weight)``, rescales ``alpha`` to the new ``C`` (it stays feasible),
+re-solves the QP from that ``alpha`` and continues the cutting-plane loop:
+when the features changed a little, ``W`` starts next to the previous
+solution and only a few new cuts are needed.  If only the number of samples
+changed, the previous labellings are meaningless; the working set is then
+seeded with the most violated labelling at the previous ``coef_``.
+"""
+
+import numbers
+import warnings
+
+import numpy as np
+from scipy import sparse
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
+
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import validate_data as _validate_data
+except ImportError:  # pragma: no cover - older scikit-learn
+
+    def _validate_data(estimator, *args, **kwargs):
+        return estimator._validate_data(*args, **kwargs)
+
+
+try:
+    from stc._core._simplex import project_onto_simplex as _compiled_projection
+except ImportError:  # pragma: no cover - extension not built
+    _compiled_projection = None
+
+__all__ = [
+    "CuttingPlaneSVM",
+    "loss_augmented_predict",
+    "multiclass_hinge",
+    "primal_objective",
+]
+
+# The restricted QP is solved to a duality gap of _QP_REL_TOL * C * eps.
+_QP_REL_TOL = 1e-2
+# Cuts whose dual weight stayed zero for this many consecutive iterations are
+# removed from the working set (the zero cut at index 0 is never removed).
+_MAX_IDLE = 50
+
+
+# ---------------------------------------------------------------------------
+# Simplex projection (used for warm-start repair of alpha)
+# ---------------------------------------------------------------------------
+def _project_simplex(v, radius=1.0):
+    """Euclidean projection of a 1-D array onto {x >= 0, sum(x) = radius}.
+
+    Sort-based fallback used when the compiled ``stc._core._simplex`` module
+    is not available.
+    """
+    v = np.asarray(v, dtype=np.float64)
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u) - radius
+    k = np.arange(1, v.size + 1)
+    rho = np.nonzero(u - css / k > 0)[0][-1]
+    tau = css[rho] / (rho + 1.0)
+    return np.maximum(v - tau, 0.0)
+
+
+def _project_capped(v, radius):
+    """Projection onto {x >= 0, sum(x) <= radius}."""
+    w = np.maximum(np.asarray(v, dtype=np.float64), 0.0)
+    if w.sum() <= radius:
+        return w
+    if _compiled_projection is not None:
+        return np.asarray(_compiled_projection(v, radius), dtype=np.float64)
+    return _project_simplex(v, radius)
+
+
+# ---------------------------------------------------------------------------
+# Public helpers (also used by MedSTC)
+# ---------------------------------------------------------------------------
+def _check_problem(W, X, y_index):
+    W = np.asarray(W, dtype=np.float64)
+    X = np.asarray(X, dtype=np.float64)
+    y_index = np.asarray(y_index)
+    if W.ndim != 2 or X.ndim != 2:
+        raise ValueError("W and X must be 2-D arrays")
+    if X.shape[1] != W.shape[1]:
+        raise ValueError(
+            f"X has {X.shape[1]} features but W has {W.shape[1]} columns"
+        )
+    if y_index.shape != (X.shape[0],):
+        raise ValueError("y_index must be 1-D with one entry per row of X")
+    if y_index.size and not np.issubdtype(y_index.dtype, np.integer):
+        raise ValueError("y_index must hold integer class indices")
+    y_index = y_index.astype(np.intp, copy=False)
+    if y_index.size and (y_index.min() < 0 or y_index.max() >= W.shape[0]):
+        raise ValueError("y_index must lie in [0, n_classes)")
+    return W, X, y_index
+
+
+def _normalised_weights(sample_weight, n_samples):
+    if sample_weight is None:
+        return None
+    s = np.asarray(sample_weight, dtype=np.float64)
+    if s.shape != (n_samples,):
+        raise ValueError(
+            f"sample_weight.shape == {s.shape}, expected ({n_samples},)"
+        )
+    total = s.sum()
+    if not total > 0:
+        raise ValueError("sample_weight must have a positive sum")
+    return s / total
+
+
+def _oracle(W, X, y_index, cost):
+    """Loss-augmented argmax and per-row hinge, one vectorised pass.
+
+    Returns ``ybar`` (ties resolved in favour of the true label, so that a
+    row contributes to a cut only when it is strictly violated) and
+    ``h_d = max_y [Delta(y_d, y) + W_y.x_d] - W_{y_d}.x_d >= 0``.
+    """
+    rows = np.arange(X.shape[0])
+    scores = X @ W.T
+    true_score = scores[rows, y_index].copy()
+    scores += cost
+    scores[rows, y_index] = true_score
+    ybar = np.argmax(scores, axis=1)
+    best = scores[rows, ybar]
+    tied = best <= true_score
+    ybar[tied] = y_index[tied]
+    hinge = np.where(tied, 0.0, best - true_score)
+    return ybar, hinge
+
+
+def loss_augmented_predict(W, X, y_index, cost):
+    """Most violated label per row: ``argmax_y Delta(y_d, y) + W_y . x_d``.
+
+    Parameters
+    ----------
+    W : ndarray of shape (n_classes, n_features)
+    X : ndarray of shape (n_samples, n_features)
+    y_index : int ndarray of shape (n_samples,), true class indices.
+    cost : float, the label cost ``ell`` of ``Delta``.
+
+    Returns
+    -------
+    ybar : intp ndarray of shape (n_samples,).  Ties are resolved in favour
+        of the true label, otherwise towards the smallest class index.
+    """
+    W, X, y_index = _check_problem(W, X, y_index)
+    return _oracle(W, X, y_index, float(cost))[0]
+
+
+def multiclass_hinge(W, X, y_index, cost, sample_weight=None):
+    """Averaged Crammer-Singer hinge ``R_h(W)``.
+
+    ``(1/D) sum_d max_y [Delta(y_d, y) + W_y.x_d - W_{y_d}.x_d]`` with
+    ``Delta(y_d, y) = cost * 1[y != y_d]``; with ``sample_weight`` the mean is
+    weighted (``sum_d w_d h_d / sum_d w_d``).
+    """
+    W, X, y_index = _check_problem(W, X, y_index)
+    s = _normalised_weights(sample_weight, X.shape[0])
+    hinge = _oracle(W, X, y_index, float(cost))[1]
+    if s is None:
+        return float(hinge.mean()) if hinge.size else 0.0
+    return float(s @ hinge)
+
+
+def primal_objective(W, X, y_index, C, cost, sample_weight=None):
+    """``1/2 ||W||_F^2 + C * multiclass_hinge(W, X, y_index, cost)``."""
+    W = np.asarray(W, dtype=np.float64)
+    return 0.5 * float(np.vdot(W, W)) + C * multiclass_hinge(
+        W, X, y_index, cost, sample_weight
+    )
+
+
+# ---------------------------------------------------------------------------
+# Cuts and the restricted dual QP
+# ---------------------------------------------------------------------------
+def _build_cuts(labellings, X, y_index, s, cost, n_classes):
+    """Cut constants and flattened gradients for a stack of labellings.
+
+    labellings : int array (m, D).  Returns c (m,), G (m, n_classes*n_features)
+    with ``G_j = sum_d s_d (phi(x_d, y_d) - phi(x_d, ybar_jd))`` (rows of
+    correctly labelled documents cancel exactly and are skipped).
+    """
+    m, n_samples = labellings.shape
+    n_features = X.shape[1]
+    mis = labellings != y_index[None, :]
+    cut_idx, doc = np.nonzero(mis)
+    w = s[doc]
+    c = cost * np.bincount(cut_idx, weights=w, minlength=m)
+    rows = np.concatenate(
+        [cut_idx * n_classes + y_index[doc], cut_idx * n_classes + labellings[cut_idx, doc]]
+    )
+    M = sparse.csr_matrix(
+        (np.concatenate([w, -w]), (rows, np.concatenate([doc, doc]))),
+        shape=(m * n_classes, n_samples),
+    )
+    G = np.asarray(M @ X).reshape(m, n_classes * n_features)
+    return c, G
+
+
+class _WorkingSet:
+    """Cuts (c_j, G_j, labelling_j), their Gram matrix and dual weights.
+
+    Index 0 is the zero cut (ybar = y): c = 0, G = 0; it carries the slack
+    ``C - sum(alpha)`` so the QP lives on the simplex ``sum(alpha) = C``.
+    """
+
+    def __init__(self, n_dims, n_samples, C, capacity=16):
+        self.m = 1
+        self.c = np.zeros(capacity)
+        self.G = np.zeros((capacity, n_dims))
+        self.H = np.zeros((capacity, capacity))
+        self.alpha = np.zeros(capacity)
+        self.alpha[0] = C
+        self.idle = np.zeros(capacity, dtype=np.intp)
+        self.labels = np.zeros((capacity, n_samples), dtype=np.int32)
+
+    def _grow(self, needed):
+        cap = self.c.shape[0]
+        if needed <= cap:
+            return
+        new = max(needed, 2 * cap)
+        m = self.m
+        for name in ("c", "alpha", "idle"):
+            old = getattr(self, name)
+            arr = np.zeros(new, dtype=old.dtype)
+            arr[:m] = old[:m]
+            setattr(self, name, arr)
+        G = np.zeros((new, self.G.shape[1]))
+        G[:m] = self.G[:m]
+        self.G = G
+        H = np.zeros((new, new))
+        H[:m, :m] = self.H[:m, :m]
+        self.H = H
+        L = np.zeros((new, self.labels.shape[1]), dtype=np.int32)
+        L[:m] = self.labels[:m]
+        self.labels = L
+
+    def add(self, c, G, labels, alpha=None):
+        """Append cuts (c: (k,), G: (k, n_dims), labels: (k, D))."""
+        k = c.shape[0]
+        m = self.m
+        self._grow(m + k)
+        self.c[m : m + k] = c
+        self.G[m : m + k] = G
+        self.labels[m : m + k] = labels
+        self.alpha[m : m + k] = 0.0 if alpha is None else alpha
+        self.idle[m : m + k] = 0
+        cross = self.G[: m + k] @ G.T  # (m + k, k)
+        self.H[: m + k, m : m + k] = cross
+        self.H[m : m + k, : m + k] = cross.T
+        self.m = m + k
+
+    def drop_idle(self):
+        m = self.m
+        active = self.alpha[:m] > 0
+        self.idle[:m] = np.where(active, 0, self.idle[:m] + 1)
+        keep = self.idle[:m] <= _MAX_IDLE
+        keep[0] = True
+        if keep.all():
+            return
+        idx = np.nonzero(keep)[0]
+        k = idx.size
+        self.c[:k] = self.c[idx]
+        self.alpha[:k] = self.alpha[idx]
+        self.idle[:k] = self.idle[idx]
+        self.G[:k] = self.G[idx]
+        self.labels[:k] = self.labels[idx]
+        self.H[:k, :k] = self.H[np.ix_(idx, idx)]
+        self.m = k
+
+
+def _newton_face_step(H, c, alpha, g, C):
+    """Exact-line-search step towards the optimum of the current face.
+
+    On the face ``{a_j = 0 for j not in S, sum(a) = C}`` (``S`` the support
+    of ``alpha``) the QP is an equality-constrained quadratic whose
+    stationary point solves ``H_SS a + lam 1 = c_S, 1.a = C``.  We move from
+    ``alpha`` towards it as far as the quadratic line search and
+    ``alpha >= 0`` allow (a variable hitting zero leaves the support).  The
+    step is taken only along an ascent direction, so the dual objective never
+    decreases, however ill-conditioned ``H_SS`` is.  Updates ``alpha`` in
+    place; returns False when no step was taken.
+    """
+    S = np.flatnonzero(alpha > 0.0)
+    k = S.size
+    if k < 2:
+        return False
+    H_SS = H[np.ix_(S, S)]
+    kkt = np.zeros((k + 1, k + 1))
+    kkt[:k, :k] = H_SS
+    kkt[:k, k] = 1.0
+    kkt[k, :k] = 1.0
+    rhs = np.empty(k + 1)
+    rhs[:k] = c[S]
+    rhs[k] = C
+    try:
+        target = np.linalg.solve(kkt, rhs)[:k]
+    except np.linalg.LinAlgError:
+        return False
+    a_S = alpha[S]
+    d = target - a_S
+    d -= d.sum() / k  # stay exactly on sum(alpha) = C
+    if not np.all(np.isfinite(d)):
+        return False
+    slope = float(g[S] @ d)
+    if not slope > 0.0:
+        return False
+    curv = float(d @ (H_SS @ d))
+    t = slope / curv if curv > 0.0 else np.inf
+    hit = -1
+    neg = np.flatnonzero(d < 0.0)
+    if neg.size:
+        ratios = a_S[neg] / -d[neg]
+        r = int(np.argmin(ratios))
+        if ratios[r] <= t:
+            t = float(ratios[r])
+            hit = S[neg[r]]
+    if not np.isfinite(t) or t <= 0.0:
+        return False
+    alpha[S] = np.maximum(a_S + t * d, 0.0)
+    if hit >= 0:
+        alpha[hit] = 0.0
+    return True
+
+
+def _solve_qp(H, c, alpha, C, tol, max_iter):
+    """Maximise ``c.a - 1/2 a'Ha`` over ``{a >= 0, sum(a) = C}`` in place.
+
+    Each iteration makes one pairwise (SMO-type) step -- mass moves from cut
+    ``j`` to cut ``i`` along ``e_i - e_j`` with an exact line search, ``i``
+    maximising the gradient and ``j`` the second-order gain among the cuts
+    with positive weight; this changes the support -- followed by one
+    safeguarded Newton step on the face of the current support, which
+    removes the slow zig-zag of pure coordinate methods on the
+    ill-conditioned Gram matrices of nearly parallel cuts.  Both steps are
+    ascent steps.  Stops when the Frank-Wolfe gap ``C * max(g) - a.g``
+    (``g = c - H a``) is at most ``tol``; that gap is exactly the duality gap
+    of the restricted problem, hence bounds the suboptimality of ``a``.
+
+    Returns the number of iterations.
+    """
+    diag = np.diag(H).copy()
+    tau = 1e-12 * max(float(diag.max()), 1e-300)
+    g = c - H @ alpha
+    steps = 0
+    while steps < max_iter:
+        i = int(np.argmax(g))
+        gi = g[i]
+        if C * gi - alpha @ g <= tol:
+            break
+        b = gi - g
+        curv = np.maximum(diag[i] + diag - 2.0 * H[i], tau)
+        gain = np.where((alpha > 0.0) & (b > 0.0), b * b / curv, -1.0)
+        j = int(np.argmax(gain))
+        if gain[j] <= 0.0:  # optimal up to round-off
+            break
+        t = b[j] / curv[j]
+        if t >= alpha[j]:
+            t = alpha[j]
+            alpha[j] = 0.0
+        else:
+            alpha[j] -= t
+        alpha[i] += t
+        _newton_face_step(H, c, alpha, c - H @ alpha, C)
+        g = c - H @ alpha
+        steps += 1
+    return steps
+
+
+# ---------------------------------------------------------------------------
+# Estimator
+# ---------------------------------------------------------------------------
+class CuttingPlaneSVM(ClassifierMixin, BaseEstimator):
+    """Crammer-Singer multi-class linear SVM, 1-slack cutting-plane solver.
+
+    Minimises ``1/2 ||W||^2 + C * (1/D) sum_d max_y [cost * 1[y != y_d] +
+    W_y.x_d - W_{y_d}.x_d]`` (no intercept; the hinge is averaged over the
+    samples, weighted by ``sample_weight / sum(sample_weight)`` if given).
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Weight of the averaged hinge (note: *averaged*, so ``C`` does not
+        grow with the number of samples, unlike ``LinearSVC``'s ``C``).
+    cost : float, default=1.0
+        Label cost ``ell`` of the 0/ell loss ``Delta``.
+    tol : float, default=1e-3
+        Relative precision: the cutting-plane loop stops once the most
+        violated constraint exceeds the working-set slack by at most
+        ``eps = tol * cost``; then ``objective_ - dual_objective_ <= 1.01 *
+        C * tol * cost`` (see the module docstring for the proof).
+    max_iter : int, default=1000
+        Maximum number of cutting-plane iterations (loss-augmented passes
+        over the data).
+    qp_max_iter : int, default=1000
+        Maximum number of iterations (one pairwise plus one face-Newton
+        step each) per solve of the restricted QP.
+    warm_start : bool, default=False
+        Reuse the previous working set (as labellings, re-evaluated on the
+        new data) and dual weights; see the module docstring.
+    verbose : int, default=0
+        Print one line per iteration if positive.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_classes, n_features)
+        ``W``; class scores are ``X @ coef_.T`` for any number of classes.
+        Its rows sum to zero (every cut gradient does).
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    n_iter_ : int
+        Number of cutting-plane iterations (loss-augmented passes).
+    n_cuts_ : int
+        Size of the final working set (excluding the trivial zero cut).
+    objective_ : float
+        Primal objective at ``coef_``.
+    dual_objective_ : float
+        Dual objective of the final dual weights (a lower bound on the
+        optimum).
+
+    Notes
+    -----
+    ``decision_function`` follows scikit-learn's convention: shape
+    ``(n_samples, n_classes)`` for three or more classes and, for two
+    classes, the 1-D margin ``score(classes_[1]) - score(classes_[0])``
+    (positive means ``classes_[1]``).
+    """
+
+    def __init__(
+        self,
+        C=1.0,
+        cost=1.0,
+        tol=1e-3,
+        max_iter=1000,
+        qp_max_iter=1000,
+        warm_start=False,
+        verbose=0,
+    ):
+        self.C = C
+        self.cost = cost
+        self.tol = tol
+        self.max_iter = max_iter
+        self.qp_max_iter = qp_max_iter
+        self.warm_start = warm_start
+        self.verbose = verbose
+
+    # -- validation -------------------------------------------------------
+    def _check_params(self):
+        for name in ("C", "cost", "tol"):
+            value = getattr(self, name)
+            if (
+                not isinstance(value, numbers.Real)
+                or isinstance(value, bool)
+                or not np.isfinite(value)
+                or value <= 0
+            ):
+                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+        for name in ("max_iter", "qp_max_iter"):
+            value = getattr(self, name)
+            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+    # -- fitting ----------------------------------------------------------
+    def fit(self, X, y, sample_weight=None):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), dense.
+        y : array-like of shape (n_samples,), class labels.
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weights; the hinge is averaged with weights
+            ``sample_weight / sum(sample_weight)``.
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        X, y = _validate_data(self, X, y, dtype=np.float64, order="C")
+        check_classification_targets(y)
+        classes, y_index = np.unique(y, return_inverse=True)
+        y_index = y_index.astype(np.intp).ravel()
+        if classes.shape[0] < 2:
+            raise ValueError(
+                "CuttingPlaneSVM needs samples of at least 2 classes in the "
+                f"data, but the data contains only one class: {classes[0]!r}"
+            )
+        n_samples, n_features = X.shape
+        n_classes = classes.shape[0]
+
+        if sample_weight is None:
+            s = np.full(n_samples, 1.0 / n_samples)
+        else:
+            sw = np.asarray(sample_weight, dtype=np.float64)
+            if sw.ndim != 1 or sw.shape[0] != n_samples:
+                raise ValueError(
+                    f"sample_weight.shape == {sw.shape}, expected ({n_samples},)"
+                )
+            if not np.all(np.isfinite(sw)) or np.any(sw < 0):
+                raise ValueError("sample_weight must be finite and non-negative")
+            if np.unique(y_index[sw > 0]).size < 2:
+                raise ValueError(
+                    "sample_weight is zero for all samples except those of a "
+                    "single class; at least 2 classes need positive weight"
+                )
+            s = sw / sw.sum()
+
+        C = float(self.C)
+        cost = float(self.cost)
+        eps = float(self.tol) * cost
+        qp_tol = _QP_REL_TOL * C * eps
+        n_dims = n_classes * n_features
+
+        ws = _WorkingSet(n_dims, n_samples, C)
+        warm = (
+            self.warm_start
+            and hasattr(self, "coef_")
+            and self.coef_.shape == (n_classes, n_features)
+            and np.array_equal(self.classes_, classes)
+        )
+        if warm and self._labellings.shape[1] == n_samples and self._labellings.shape[0] > 0:
+            # Re-evaluate the previous cuts (labellings) on the new data.
+            c_new, G_new = _build_cuts(
+                self._labellings.astype(np.intp), X, y_index, s, cost, n_classes
+            )
+            alpha = self._alpha_cuts * (C / self._C_fit)
+            alpha = _project_capped(alpha, C)
+            ws.add(c_new, G_new, self._labellings, alpha)
+            ws.alpha[0] = max(C - alpha.sum(), 0.0)
+        elif warm:
+            # Labellings are meaningless for a different sample set: seed the
+            # working set with the most violated labelling at the old W.
+            ybar, _ = _oracle(self.coef_, X, y_index, cost)
+            c_new, G_new = _build_cuts(ybar[None, :], X, y_index, s, cost, n_classes)
+            if c_new[0] > 0:
+                ws.add(c_new, G_new, ybar[None, :])
+
+        def solve():
+            m = ws.m
+            qp_steps = _solve_qp(
+                ws.H[:m, :m], ws.c[:m], ws.alpha[:m], C, qp_tol, self.qp_max_iter
+            )
+            alpha = ws.alpha[:m]
+            W = alpha @ ws.G[:m]
+            slack = ws.c[:m] - ws.G[:m] @ W
+            slack[0] = 0.0
+            xi = float(slack.max())
+            sq = float(W @ W)
+            dual = float(alpha @ ws.c[:m]) - 0.5 * sq
+            gap = C * xi - float(alpha @ slack)
+            return W, xi, dual, gap, qp_steps
+
+        if ws.m > 1:
+            W, xi, dual, qp_gap, _ = solve()
+        else:
+            W, xi, dual, qp_gap = np.zeros(n_dims), 0.0, 0.0, 0.0
+
+        n_iter = 0
+        converged = False
+        while True:
+            n_iter += 1
+            ybar, hinge_d = _oracle(W.reshape(n_classes, n_features), X, y_index, cost)
+            hinge = float(s @ hinge_d)
+            primal = 0.5 * float(W @ W) + C * hinge
+            if self.verbose:
+                print(
+                    f"[CuttingPlaneSVM] iter {n_iter:4d} cuts {ws.m - 1:4d} "
+                    f"primal {primal:.8g} dual {dual:.8g} "
+                    f"violation {hinge - xi:.3g} qp_gap {qp_gap:.3g}"
+                )
+            violated = hinge > xi + eps
+            if not violated and qp_gap <= qp_tol:
+                converged = True
+                break
+            if n_iter >= self.max_iter:
+                break
+            if violated:
+                c_new, G_new = _build_cuts(ybar[None, :], X, y_index, s, cost, n_classes)
+                ws.add(c_new, G_new, ybar[None, :])
+            W, xi, dual, qp_gap, _ = solve()
+            ws.drop_idle()
+
+        if not converged:
+            warnings.warn(
+                f"CuttingPlaneSVM did not converge in max_iter={self.max_iter} "
+                "iterations; increase max_iter or tol.",
+                ConvergenceWarning,
+            )
+
+        m = ws.m
+        active = np.nonzero(ws.alpha[1:m] > 0)[0] + 1
+        self._labellings = ws.labels[active].copy()
+        self._alpha_cuts = ws.alpha[active].copy()
+        self._C_fit = C
+        self.classes_ = classes
+        self.coef_ = W.reshape(n_classes, n_features).copy()
+        self.n_iter_ = n_iter
+        self.n_cuts_ = m - 1
+        self.objective_ = primal
+        self.dual_objective_ = dual
+        return self
+
+    # -- prediction -------------------------------------------------------
+    def decision_function(self, X):
+        """Class scores.
+
+        Returns ``X @ coef_.T`` of shape (n_samples, n_classes) when there
+        are three or more classes, and the 1-D margin ``score(classes_[1]) -
+        score(classes_[0])`` for two classes (scikit-learn's convention).
+        """
+        check_is_fitted(self)
+        X = _validate_data(self, X, dtype=np.float64, reset=False)
+        scores = X @ self.coef_.T
+        if scores.shape[1] == 2:
+            return scores[:, 1] - scores[:, 0]
+        return scores
+
+    def predict(self, X):
+        """Class with the highest score ``W_y . x``."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(np.intp)]
+        return self.classes_[np.argmax(scores, axis=1)]

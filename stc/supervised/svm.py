@@ -29,11 +29,14 @@ dual of the problem restricted to the working set,
     s.t.       alpha >= 0,  sum_j alpha_j = C           (zero cut included),
 
 which, because the zero cut carries the slack of ``sum alpha <= C``, is the
-dual over ``{alpha >= 0, sum alpha <= C}`` of the brief; ``W = sum_j alpha_j
-G_j``.  The QP is solved by pairwise (SMO-type) coordinate ascent with
-second-order working-pair selection on the cut Gram matrix, stopped on its
-Frank-Wolfe duality gap.  Then the most violated labelling at ``W`` is found
-in one vectorised loss-augmented argmax pass and added as a cut.
+dual over ``{alpha >= 0, sum alpha <= C}`` of the restricted 1-slack problem;
+``W = sum_j alpha_j G_j``.  The QP lives on the (small) Gram matrix of the
+cuts and is solved by pairwise (SMO-type) ascent steps with second-order
+pair selection, each followed by a safeguarded Newton step on the face of
+the current support, until its duality gap is tiny compared with ``C *
+eps``.  Then the most violated labelling at ``W`` is found in one vectorised
+loss-augmented argmax pass and added as a cut; cuts that stayed inactive
+for 50 iterations are dropped.
 
 Stopping rule and guarantee
 ---------------------------
@@ -412,6 +415,13 @@ def _solve_qp(H, c, alpha, C, tol, max_iter):
     diag = np.diag(H).copy()
     tau = 1e-12 * max(float(diag.max()), 1e-300)
     g = c - H @ alpha
+    with np.errstate(over="ignore", divide="ignore"):
+        # (zero-curvature pairs, e.g. all-zero features, give infinite
+        # unconstrained steps; they are clipped at alpha_j below)
+        return _qp_loop(H, c, alpha, C, tol, max_iter, diag, tau, g)
+
+
+def _qp_loop(H, c, alpha, C, tol, max_iter, diag, tau, g):
     steps = 0
     while steps < max_iter:
         i = int(np.argmax(g))
@@ -628,6 +638,7 @@ class CuttingPlaneSVM(ClassifierMixin, BaseEstimator):
 
         n_iter = 0
         converged = False
+        stalled = False
         while True:
             n_iter += 1
             ybar, hinge_d = _oracle(W.reshape(n_classes, n_features), X, y_index, cost)
@@ -643,20 +654,24 @@ class CuttingPlaneSVM(ClassifierMixin, BaseEstimator):
             if not violated and qp_gap <= qp_tol:
                 converged = True
                 break
-            if n_iter >= self.max_iter:
+            if n_iter >= self.max_iter or (stalled and not violated):
                 break
             if violated:
                 c_new, G_new = _build_cuts(ybar[None, :], X, y_index, s, cost, n_classes)
                 ws.add(c_new, G_new, ybar[None, :])
-            W, xi, dual, qp_gap, _ = solve()
+            W, xi, dual, qp_gap, qp_steps = solve()
+            stalled = qp_steps == 0 and not violated
             ws.drop_idle()
 
         if not converged:
-            warnings.warn(
-                f"CuttingPlaneSVM did not converge in max_iter={self.max_iter} "
-                "iterations; increase max_iter or tol.",
-                ConvergenceWarning,
-            )
+            if stalled:
+                msg = (
+                    "the restricted QP could not reach its tolerance (round-off); "
+                    "tol is too small for double precision"
+                )
+            else:
+                msg = f"max_iter={self.max_iter} iterations reached; increase max_iter or tol"
+            warnings.warn(f"CuttingPlaneSVM did not converge: {msg}.", ConvergenceWarning)
 
         m = ws.m
         active = np.nonzero(ws.alpha[1:m] > 0)[0] + 1

@@ -1,0 +1,45 @@
+"""`python -m stc`: fit STC on the embedded 3-newsgroup corpus and show what it learned."""
+import argparse
+import time
+
+import numpy as np
+
+from stc import STC, openmp_enabled
+from stc.datasets import load_newsgroups_split
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m stc", description=__doc__)
+    parser.add_argument("--topics", type=int, default=10, help="number of topics (default 10)")
+    parser.add_argument("--words", type=int, default=8, help="top words shown per topic")
+    parser.add_argument("--max-iter", type=int, default=30, help="outer iterations (default 30)")
+    parser.add_argument("--threads", type=int, default=-1, help="threads (-1: all cores)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    train, test = load_newsgroups_split()
+    print(f"embedded corpus: {train.data.shape[0]} train / {test.data.shape[0]} test documents, "
+          f"{train.data.shape[1]} terms, groups: {', '.join(train.target_names)}")
+    print(f"OpenMP: {'on' if openmp_enabled() else 'off (serial)'}")
+    model = STC(n_topics=args.topics, max_iter=args.max_iter, n_jobs=args.threads,
+                random_state=args.seed)
+    start = time.perf_counter()
+    model.fit(train.data)
+    fit_time = time.perf_counter() - start
+    print(f"fit: {model.n_iter_} outer iterations in {fit_time:.1f} s, "
+          f"objective {model.objective_[-1]:.6g}")
+    for k, words in enumerate(model.top_words(train.vocabulary, args.words)):
+        print(f"topic {k:2d}: {' '.join(words)}")
+    start = time.perf_counter()
+    theta = model.transform(test.data)
+    word_codes = model.word_codes(test.data)
+    code_time = time.perf_counter() - start
+    n_entries, n_topics = word_codes.shape
+    print(f"test split coded in {code_time:.2f} s")
+    print(f"word-code sparsity (share of zeros): {1 - word_codes.nnz / (n_entries * n_topics):.3f}")
+    print(f"document-code sparsity (share of zeros): {float(np.mean(theta == 0)):.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

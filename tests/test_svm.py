@@ -1,0 +1,418 @@
+"""Tests for stc.supervised.svm (1-slack cutting-plane multi-class SVM)."""
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from sklearn.datasets import make_blobs
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.svm import LinearSVC
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from stc.supervised import svm as svm_module
+from stc.supervised.svm import (
+    CuttingPlaneSVM,
+    loss_augmented_predict,
+    multiclass_hinge,
+    primal_objective,
+)
+
+
+# ---------------------------------------------------------------------------
+# Independent (loop-based) reference implementations
+# ---------------------------------------------------------------------------
+def naive_row_hinges(W, X, y, cost):
+    """max_k [cost*1[k != y_d] + W_k.x_d - W_{y_d}.x_d] per row, plain loops."""
+    out = np.empty(len(y))
+    for d in range(len(y)):
+        truth = W[y[d]] @ X[d]
+        out[d] = max(
+            (cost if k != y[d] else 0.0) + W[k] @ X[d] - truth for k in range(W.shape[0])
+        )
+    return out
+
+
+def naive_cut(labelling, X, y, cost, n_classes, s):
+    """c(ybar), G(ybar) of the 1-slack constraint, plain loops."""
+    c = 0.0
+    G = np.zeros((n_classes, X.shape[1]))
+    for d in range(len(y)):
+        if labelling[d] != y[d]:
+            c += s[d] * cost
+            G[y[d]] += s[d] * X[d]
+            G[labelling[d]] -= s[d] * X[d]
+    return c, G
+
+
+def dual_certificate(model, X, y, sample_weight=None):
+    """Rebuild W and D(alpha) from the stored dual solution (labellings, alpha).
+
+    Uses the estimator's private working-set state on purpose: it lets the
+    test verify that ``dual_objective_`` is the value of a genuinely feasible
+    dual point whose primal image is ``coef_``.
+    """
+    y_index = np.searchsorted(model.classes_, y)
+    n = len(y)
+    s = np.full(n, 1.0 / n) if sample_weight is None else sample_weight / sample_weight.sum()
+    W = np.zeros_like(model.coef_)
+    lin = 0.0
+    for labelling, a in zip(model._labellings, model._alpha_cuts):
+        c, G = naive_cut(labelling, X, y_index, model.cost, len(model.classes_), s)
+        W += a * G
+        lin += a * c
+    return W, lin - 0.5 * np.sum(W * W), model._alpha_cuts
+
+
+def certified_bound(C, tol, cost):
+    # Stopping rule: R_h(W) <= xi + tol*cost and QP gap <= 1e-2 * C * tol * cost
+    # => P(W) - D(alpha) = C (R_h - xi) + qp_gap <= 1.01 * C * tol * cost.
+    return 1.01 * C * tol * cost
+
+
+def blobs(n, n_features, n_classes, std, seed):
+    return make_blobs(
+        n_samples=n, n_features=n_features, centers=n_classes, cluster_std=std, random_state=seed
+    )
+
+
+@st.composite
+def small_problems(draw):
+    n = draw(st.integers(4, 24))
+    p = draw(st.integers(1, 4))
+    k = draw(st.integers(2, 4))
+    X = draw(arrays(np.float64, (n, p), elements=st.floats(-4, 4, allow_nan=False)))
+    y = draw(arrays(np.int64, n, elements=st.integers(0, k - 1)))
+    y[0], y[1] = 0, 1  # at least two classes
+    C = draw(st.floats(0.01, 100.0))
+    cost = draw(st.sampled_from([0.5, 1.0, 10.0, 3600.0]))
+    tol = draw(st.sampled_from([1e-1, 1e-2, 1e-3]))
+    return X, y, C, cost, tol
+
+
+# ---------------------------------------------------------------------------
+# Loss, oracle and the 1-slack representation
+# ---------------------------------------------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(
+    data=st.data(),
+    n=st.integers(1, 12),
+    p=st.integers(1, 4),
+    k=st.integers(2, 5),
+    cost=st.sampled_from([0.5, 1.0, 10.0, 3600.0]),
+)
+def test_hinge_and_loss_augmented_argmax_match_loops(data, n, p, k, cost):
+    X = data.draw(arrays(np.float64, (n, p), elements=st.floats(-3, 3, allow_nan=False)))
+    W = data.draw(arrays(np.float64, (k, p), elements=st.floats(-50, 50, allow_nan=False)))
+    y = data.draw(arrays(np.int64, n, elements=st.integers(0, k - 1)))
+    rows = naive_row_hinges(W, X, y, cost)
+    scale = 1e-9 * (1 + np.abs(X).sum() * np.abs(W).max() + cost)
+    assert multiclass_hinge(W, X, y, cost) == pytest.approx(rows.mean(), abs=scale)
+    assert primal_objective(W, X, y, 2.5, cost) == pytest.approx(
+        0.5 * np.sum(W * W) + 2.5 * rows.mean(), abs=10 * scale
+    )
+    ybar = loss_augmented_predict(W, X, y, cost)
+    assert ybar.shape == (n,)
+    for d in range(n):
+        # the returned label attains the loss-augmented maximum
+        value = (cost if ybar[d] != y[d] else 0.0) + (W[ybar[d]] - W[y[d]]) @ X[d]
+        assert value == pytest.approx(rows[d], abs=scale)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    data=st.data(),
+    n=st.integers(1, 4),
+    k=st.integers(2, 3),
+    cost=st.sampled_from([1.0, 10.0]),
+)
+def test_hinge_is_max_over_all_joint_labellings(data, n, k, cost):
+    # R_h(W) = max over the k**n joint labellings of c(ybar) - <G(ybar), W>,
+    # the identity on which the 1-slack formulation rests.
+    X = data.draw(arrays(np.float64, (n, 2), elements=st.floats(-3, 3, allow_nan=False)))
+    W = data.draw(arrays(np.float64, (k, 2), elements=st.floats(-5, 5, allow_nan=False)))
+    y = data.draw(arrays(np.int64, n, elements=st.integers(0, k - 1)))
+    s = np.full(n, 1.0 / n)
+    best = max(
+        c - np.sum(G * W)
+        for c, G in (
+            naive_cut(np.array(lab), X, y, cost, k, s)
+            for lab in itertools.product(range(k), repeat=n)
+        )
+    )
+    assert multiclass_hinge(W, X, y, cost) == pytest.approx(best, abs=1e-9)
+
+
+def test_vectorised_cuts_match_loops():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 3))
+    y = rng.integers(0, 4, 40)
+    labellings = rng.integers(0, 4, (5, 40))
+    s = rng.random(40)
+    s /= s.sum()
+    c, G = svm_module._build_cuts(labellings, X, y, s, 7.0, 4)
+    for j in range(5):
+        c_ref, G_ref = naive_cut(labellings[j], X, y, 7.0, 4, s)
+        assert c[j] == pytest.approx(c_ref)
+        np.testing.assert_allclose(G[j].reshape(4, 3), G_ref, atol=1e-12)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    v=arrays(np.float64, st.integers(1, 12), elements=st.floats(-10, 10, allow_nan=False)),
+    radius=st.floats(0.1, 100.0),
+)
+def test_simplex_projection_is_euclidean_projection(v, radius):
+    candidates = [svm_module._project_simplex]
+    if svm_module._compiled_projection is not None:
+        candidates.append(svm_module._compiled_projection)
+    for project in candidates:
+        x = np.asarray(project(v, radius))
+        assert np.all(x >= 0)
+        assert x.sum() == pytest.approx(radius, rel=1e-9)
+        # variational characterisation: (v - x).(q - x) <= 0 for every vertex q
+        for i in range(v.size):
+            q = np.zeros(v.size)
+            q[i] = radius
+            assert (v - x) @ (q - x) <= 1e-9 * (1 + radius) * (1 + np.abs(v).max())
+    capped = svm_module._project_capped(v, radius)
+    assert np.all(capped >= 0) and capped.sum() <= radius * (1 + 1e-12)
+    if np.maximum(v, 0).sum() <= radius:
+        np.testing.assert_array_equal(capped, np.maximum(v, 0))
+
+
+# ---------------------------------------------------------------------------
+# Optimality: agreement with liblinear's Crammer-Singer solver
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "n_classes, cost, C, seed",
+    [
+        (2, 1.0, 1.0, 0),
+        (2, 3600.0, 10.0, 1),
+        (4, 1.0, 1.0, 2),
+        (4, 10.0, 5.0, 3),
+        (5, 3600.0, 50.0, 4),
+        (6, 10.0, 0.3, 5),
+    ],
+)
+def test_matches_liblinear_crammer_singer(n_classes, cost, C, seed):
+    # sklearn's crammer_singer minimises 1/2||U||^2 + C' sum_i max_y[1[y != y_i]
+    # + U_y.x_i - U_{y_i}.x_i] (a *sum*, unit cost).  With W = cost * U our
+    # objective is cost^2 times that one for C' = C / (cost * D).
+    X, y = blobs(160, 5, n_classes, 3.0, seed)
+    D = len(y)
+    tol = 1e-7
+    ours = CuttingPlaneSVM(C=C, cost=cost, tol=tol, max_iter=5000).fit(X, y)
+    ref = LinearSVC(
+        multi_class="crammer_singer",
+        fit_intercept=False,
+        C=C / (cost * D),
+        tol=1e-12,
+        max_iter=1_000_000,
+    ).fit(X, y)
+    U = ref.coef_
+    if n_classes == 2:
+        # sklearn stores only w_1 - w_0; every dual-feasible CS solution has
+        # rows summing to zero, so w_1 = -w_0 = (w_1 - w_0) / 2.
+        U = np.vstack([-U[0] / 2, U[0] / 2])
+    W_ref = cost * U
+    P_ref = primal_objective(W_ref, X, y, C, cost)
+    P_ours = primal_objective(ours.coef_, X, y, C, cost)
+    assert P_ours == pytest.approx(ours.objective_, rel=1e-12)
+    assert abs(P_ours - P_ref) <= 1e-4 * P_ref
+    # weak duality across solvers: our dual bound is below liblinear's primal
+    assert ours.dual_objective_ <= P_ref * (1 + 1e-12)
+    # strong convexity: 1/2||W - W*||^2 <= P(W) - P* <= P(W) - D(alpha)
+    gap_ours = ours.objective_ - ours.dual_objective_
+    gap_ref = max(P_ref - ours.dual_objective_, 0.0)
+    dist = np.linalg.norm(ours.coef_ - W_ref)
+    assert dist <= np.sqrt(2 * gap_ours) + np.sqrt(2 * gap_ref) + 1e-9 * cost
+    np.testing.assert_allclose(ours.coef_.sum(axis=0), 0.0, atol=1e-9 * cost)
+
+
+def test_scale_invariance_in_cost():
+    # (C, cost) is the (C / cost, 1) problem scaled by cost (W = cost * U);
+    # tol is relative to cost, so both fits carry the same relative guarantee.
+    X, y = blobs(200, 4, 3, 2.0, 7)
+    a = CuttingPlaneSVM(C=40.0, cost=100.0, tol=1e-4).fit(X, y)
+    b = CuttingPlaneSVM(C=0.4, cost=1.0, tol=1e-4).fit(X, y)
+    assert a.objective_ == pytest.approx(100.0**2 * b.objective_, rel=1e-3)
+    bound = np.sqrt(2 * (a.objective_ - a.dual_objective_)) + 100 * np.sqrt(
+        2 * (b.objective_ - b.dual_objective_)
+    )
+    assert np.linalg.norm(a.coef_ - 100.0 * b.coef_) <= bound + 1e-9
+
+
+# ---------------------------------------------------------------------------
+# The epsilon guarantee
+# ---------------------------------------------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(problem=small_problems())
+def test_certified_duality_gap(problem):
+    X, y, C, cost, tol = problem
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = CuttingPlaneSVM(C=C, cost=cost, tol=tol).fit(X, y)
+    fuzz = 1e-9 * (1.0 + abs(model.objective_))
+    y_index = np.searchsorted(model.classes_, y)
+    # objective_ is the true primal objective at coef_
+    rows = naive_row_hinges(model.coef_, X, y_index, cost)
+    P = 0.5 * np.sum(model.coef_**2) + C * rows.mean()
+    assert model.objective_ == pytest.approx(P, abs=fuzz)
+    # dual_objective_ is the value of a feasible dual point mapping to coef_
+    W, D, alpha = dual_certificate(model, X, y)
+    assert np.all(alpha >= 0) and alpha.sum() <= C * (1 + 1e-12)
+    np.testing.assert_allclose(W, model.coef_, atol=1e-9 * (1 + np.abs(W).max()))
+    assert D == pytest.approx(model.dual_objective_, abs=fuzz)
+    # the dual never exceeds the primal, and the gap obeys the proven bound
+    gap = model.objective_ - model.dual_objective_
+    assert gap >= -fuzz
+    assert gap <= certified_bound(C, tol, cost) + fuzz
+    # against a far more accurate solution: D <= P* <= P_ref and P - P* <= bound
+    ref = CuttingPlaneSVM(C=C, cost=cost, tol=1e-8, max_iter=20000).fit(X, y)
+    assert model.dual_objective_ <= ref.objective_ + fuzz
+    assert ref.dual_objective_ <= model.objective_ + fuzz
+    assert model.objective_ - ref.dual_objective_ <= certified_bound(C, tol, cost) + certified_bound(
+        C, 1e-8, cost
+    ) + fuzz
+
+
+def test_sample_weight_matches_repetition_objective():
+    X, y = blobs(60, 3, 3, 4.0, 11)
+    w = np.arange(60) % 3  # 0, 1, 2
+    weighted = CuttingPlaneSVM(C=5.0, tol=1e-6).fit(X, y, sample_weight=w)
+    rep = np.repeat(np.arange(60), w)
+    repeated = CuttingPlaneSVM(C=5.0, tol=1e-6).fit(X[rep], y[rep])
+    assert weighted.objective_ == pytest.approx(repeated.objective_, rel=1e-5)
+    hinge = multiclass_hinge(weighted.coef_, X, y, 1.0, sample_weight=w)
+    assert hinge > 0.01  # overlapping classes: the loss term matters
+    assert hinge == pytest.approx(np.average(naive_row_hinges(weighted.coef_, X, y, 1.0), weights=w))
+    assert weighted.objective_ == pytest.approx(
+        primal_objective(weighted.coef_, X, y, 5.0, 1.0, sample_weight=w), rel=1e-12
+    )
+    W, D, _ = dual_certificate(weighted, X, y, sample_weight=w.astype(float))
+    np.testing.assert_allclose(W, weighted.coef_, atol=1e-10)
+    assert D == pytest.approx(weighted.dual_objective_, rel=1e-10)
+
+
+def test_max_iter_warns_and_counts():
+    X, y = blobs(100, 4, 4, 3.0, 2)
+    with pytest.warns(ConvergenceWarning):
+        model = CuttingPlaneSVM(C=10.0, tol=1e-9, max_iter=3).fit(X, y)
+    assert model.n_iter_ == 3
+    assert model.dual_objective_ <= model.objective_
+
+
+# ---------------------------------------------------------------------------
+# Warm start
+# ---------------------------------------------------------------------------
+def test_warm_start_on_perturbed_features():
+    rng = np.random.default_rng(0)
+    X, y = blobs(800, 12, 6, 3.0, 3)
+    C, cost, tol = 20.0, 1.0, 1e-3
+    bound = certified_bound(C, tol, cost)
+    warm = CuttingPlaneSVM(C=C, cost=cost, tol=tol, warm_start=True).fit(X, y)
+    for step in range(3):  # a MedSTC-like sequence of slightly changed features
+        X = X * (1.0 + 0.02 * rng.standard_normal(X.shape))
+        warm.fit(X, y)
+        cold = CuttingPlaneSVM(C=C, cost=cost, tol=tol).fit(X, y)
+        # both are certified within `bound` of the same optimum
+        assert abs(warm.objective_ - cold.objective_) <= bound
+        assert warm.objective_ - warm.dual_objective_ <= bound * (1 + 1e-9)
+        assert warm.dual_objective_ <= cold.objective_ + 1e-9
+        assert cold.dual_objective_ <= warm.objective_ + 1e-9
+        assert warm.n_iter_ * 3 <= cold.n_iter_, (warm.n_iter_, cold.n_iter_)
+
+
+def test_warm_start_same_data_needs_one_pass():
+    X, y = blobs(300, 5, 4, 2.5, 4)
+    model = CuttingPlaneSVM(C=10.0, warm_start=True).fit(X, y)
+    objective, coef = model.objective_, model.coef_.copy()
+    model.fit(X, y)
+    assert model.n_iter_ == 1
+    assert model.objective_ == pytest.approx(objective, rel=1e-9)
+    np.testing.assert_allclose(model.coef_, coef, rtol=1e-7, atol=1e-10)
+
+
+def test_warm_start_changed_C_and_sample_count():
+    X, y = blobs(300, 5, 4, 2.5, 5)
+    model = CuttingPlaneSVM(C=10.0, tol=1e-4, warm_start=True).fit(X, y)
+    # new C: old alpha is rescaled and stays feasible
+    model.set_params(C=3.0).fit(X, y)
+    cold = CuttingPlaneSVM(C=3.0, tol=1e-4).fit(X, y)
+    assert abs(model.objective_ - cold.objective_) <= certified_bound(3.0, 1e-4, 1.0)
+    # different sample set: labellings are dropped, the old W seeds one cut
+    model.fit(X[:200], y[:200])
+    cold = CuttingPlaneSVM(C=3.0, tol=1e-4).fit(X[:200], y[:200])
+    assert abs(model.objective_ - cold.objective_) <= certified_bound(3.0, 1e-4, 1.0)
+    # warm_start=False ignores the previous state
+    fresh = CuttingPlaneSVM(C=3.0, tol=1e-4).fit(X, y)
+    other = CuttingPlaneSVM(C=3.0, tol=1e-4).fit(X[:200], y[:200])
+    other.fit(X, y)
+    assert other.n_iter_ == fresh.n_iter_
+    np.testing.assert_array_equal(other.coef_, fresh.coef_)
+
+
+# ---------------------------------------------------------------------------
+# Labels, validation, conventions
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "labels",
+    [np.array(["cat", "dog", "emu"]), np.array([-5, 3, 100]), np.array(["no", "yes"])],
+)
+def test_label_round_trip(labels):
+    X, y_idx = blobs(150, 3, len(labels), 0.5, 6)
+    y = labels[y_idx]
+    model = CuttingPlaneSVM(C=10.0).fit(X, y)
+    np.testing.assert_array_equal(model.classes_, np.sort(labels))
+    pred = model.predict(X)
+    assert pred.dtype == y.dtype
+    np.testing.assert_array_equal(pred, y)
+
+
+def test_decision_function_shapes():
+    X, y = blobs(120, 3, 3, 1.0, 8)
+    model = CuttingPlaneSVM().fit(X, y)
+    scores = model.decision_function(X)
+    assert scores.shape == (120, 3)
+    np.testing.assert_allclose(scores, X @ model.coef_.T)
+    np.testing.assert_array_equal(model.predict(X), model.classes_[scores.argmax(1)])
+    Xb, yb = X[y < 2], y[y < 2]
+    binary = CuttingPlaneSVM().fit(Xb, yb)
+    assert binary.coef_.shape == (2, 3)
+    margin = binary.decision_function(Xb)
+    assert margin.shape == (len(yb),)
+    np.testing.assert_allclose(margin, Xb @ (binary.coef_[1] - binary.coef_[0]))
+    np.testing.assert_array_equal(binary.predict(Xb), binary.classes_[(margin > 0).astype(int)])
+
+
+def test_input_validation():
+    X, y = blobs(30, 2, 2, 1.0, 9)
+    with pytest.raises(ValueError, match="class"):
+        CuttingPlaneSVM().fit(X, np.zeros(30))
+    X_nan = X.copy()
+    X_nan[3, 1] = np.nan
+    with pytest.raises(ValueError):
+        CuttingPlaneSVM().fit(X_nan, y)
+    with pytest.raises(NotFittedError):
+        CuttingPlaneSVM().predict(X)
+    with pytest.raises(NotFittedError):
+        CuttingPlaneSVM().decision_function(X)
+    for params in ({"C": -1.0}, {"cost": 0.0}, {"tol": -1e-3}, {"max_iter": 0}, {"qp_max_iter": 1.5}):
+        model = CuttingPlaneSVM(**params)  # no validation in __init__
+        with pytest.raises(ValueError):
+            model.fit(X, y)
+    with pytest.raises(ValueError, match="class"):
+        CuttingPlaneSVM().fit(X, y, sample_weight=(y == 1).astype(float))
+    with pytest.raises(ValueError):
+        CuttingPlaneSVM().fit(X, y, sample_weight=-np.ones(30))
+    with pytest.raises(ValueError):
+        multiclass_hinge(np.zeros((2, 2)), X, np.full(30, 2), 1.0)
+
+
+@parametrize_with_checks([CuttingPlaneSVM()])
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)

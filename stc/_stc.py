@@ -143,20 +143,29 @@ class STC(TransformerMixin, BaseEstimator):
                     rho=self.rho, theta_penalty=self.theta_penalty,
                     code_penalty=self.code_penalty)
 
-    def _validate_X(self, X, reset):
+    @property
+    def _loss(self):
+        return get_loss(self.loss)
+
+    def _validate_X(self, X, reset, loss=None):
+        loss = get_loss(self.loss) if loss is None else loss
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset)
-        return as_count_matrix(sp.csr_matrix(X), self._loss)
+        return as_count_matrix(sp.csr_matrix(X), loss)
+
+    def __sklearn_is_fitted__(self):
+        # `lambda_` ends in an underscore like a fitted attribute; say explicitly.
+        return hasattr(self, "components_")
 
     # ---- fitting
 
     def fit(self, X, y=None):
         """Learn the topics from the document-term count matrix ``X``."""
-        self._loss = self._check_params()
-        X = self._validate_X(X, reset=True)
-        self._fit(X)
+        loss = self._check_params()
+        X = self._validate_X(X, reset=True, loss=loss)
+        self._fit(X, loss)
         return self
 
-    def _fit(self, X, theta_linear_fn=None, on_iteration=None):
+    def _fit(self, X, loss, theta_linear_fn=None, on_iteration=None):
         """Outer loop: code all documents (warm), then update the dictionary.
 
         ``theta_linear_fn(theta)`` (MedSTC) returns the linear term of the
@@ -172,12 +181,12 @@ class STC(TransformerMixin, BaseEstimator):
         for iteration in range(1, self.max_iter + 1):
             theta_linear = theta_linear_fn(theta) if theta_linear_fn is not None else None
             doc_obj, doc_loss, _, _ = sparse_code(
-                self._loss, X, beta, codes, theta, max_iter=self.inner_max_iter,
+                loss, X, beta, codes, theta, max_iter=self.inner_max_iter,
                 tol=self.inner_tol, theta_linear=theta_linear, n_jobs=self.n_jobs, **params)
             penalties = float(np.sum(doc_obj) - np.sum(doc_loss))
             if theta_linear is not None:  # the linear term is not part of problem (2)
                 penalties += float(np.sum(theta_linear * theta))
-            beta, recon, _ = update_dictionary(self._loss, layout, codes, beta,
+            beta, recon, _ = update_dictionary(loss, layout, codes, beta,
                                                max_iter=self.dictionary_max_iter,
                                                n_jobs=self.n_jobs)
             value = recon + penalties
@@ -193,7 +202,6 @@ class STC(TransformerMixin, BaseEstimator):
         self.components_ = beta
         self.objective_ = np.asarray(objective)
         self.n_iter_ = len(objective)
-        self._train_theta = theta
         return self
 
     # ---- coding new documents
@@ -201,8 +209,8 @@ class STC(TransformerMixin, BaseEstimator):
     def _code(self, X):
         """Code documents with the fitted topics; returns (theta, codes, objective, X)."""
         check_is_fitted(self, "components_")
-        self._loss = self._check_params()
-        X = self._validate_X(X, reset=False)
+        loss = self._check_params()
+        X = self._validate_X(X, reset=False, loss=loss)
         beta = self.components_
         # Terms the topics give no weight (never seen in training) carry no
         # information: code the documents without them; their word codes are 0.
@@ -216,7 +224,7 @@ class STC(TransformerMixin, BaseEstimator):
             Xk.indices = Xk.indices.astype(np.int32, copy=False)
             Xk.indptr = Xk.indptr.astype(np.int32, copy=False)
         codes, theta = initial_codes(Xk, beta.shape[0])
-        doc_obj, _, _, _ = sparse_code(self._loss, Xk, beta, codes, theta,
+        doc_obj, _, _, _ = sparse_code(loss, Xk, beta, codes, theta,
                                        max_iter=self.inner_max_iter, tol=self.inner_tol,
                                        n_jobs=self.n_jobs, **self._coding_params())
         if Xk is not X:

@@ -19,7 +19,7 @@ def as_count_matrix(X, loss, name="X"):
     if X.nnz and not np.all(np.isfinite(X.data)):
         raise ValueError(f"{name} contains NaN or infinite values")
     if X.nnz and X.data.min() < 0:
-        raise ValueError(f"{name} has negative entries; STC needs non-negative counts "
+        raise ValueError(f"Negative values in data passed to {name}: STC needs non-negative counts "
                          f"(min value {X.data.min():g})")
     X.eliminate_zeros()
     if X.nnz >= np.iinfo(np.int32).max:

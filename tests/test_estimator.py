@@ -1,0 +1,182 @@
+"""The STC estimator: scikit-learn conventions, input checks, determinism, real-data sanity."""
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from stc import STC
+from stc.datasets import load_newsgroups_split
+
+
+def small_counts(n_docs=40, n_terms=30, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.poisson(0.6, size=(n_docs, n_terms)).astype(float)
+    return sp.csr_matrix(X)
+
+
+@parametrize_with_checks([STC(n_topics=3, max_iter=5, random_state=0)])
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize("X, message", [
+    (sp.csr_matrix(np.array([[1.0, -1.0]])), "Negative values"),
+    (np.array([[1.0, np.nan]]), "NaN"),
+    (np.array([[1.0, np.inf]]), "infinity|infinite"),
+    (np.zeros((0, 3)), "0 sample"),
+    (np.zeros((3, 0)), "0 feature"),
+])
+def test_bad_input_is_refused(X, message):
+    with pytest.raises(ValueError, match=message):
+        STC(n_topics=2, max_iter=2).fit(X)
+
+
+@pytest.mark.parametrize("params, message", [
+    (dict(n_topics=0), "n_topics"),
+    (dict(lambda_=-1.0), "lambda_"),
+    (dict(rho=-0.1), "rho"),
+    (dict(gamma=0.0), "gamma"),
+    (dict(lambda_=0.0), "gamma"),
+    (dict(theta_penalty="l3"), "theta_penalty"),
+    (dict(code_penalty="l0"), "code_penalty"),
+    (dict(loss="nope"), "not registered"),
+    (dict(max_iter=0), "max_iter"),
+    (dict(n_jobs=0), "n_jobs"),
+])
+def test_bad_parameters_are_refused(params, message):
+    with pytest.raises(ValueError, match=message):
+        STC(**params).fit(small_counts())
+
+
+def test_wrong_parameter_types_are_refused():
+    with pytest.raises(TypeError, match="n_topics"):
+        STC(n_topics=2.5).fit(small_counts())
+    with pytest.raises(TypeError, match="loss"):
+        STC(loss=3).fit(small_counts())
+
+
+def test_vocabulary_size_must_match_at_transform():
+    model = STC(n_topics=2, max_iter=3, random_state=0).fit(small_counts(n_terms=30))
+    with pytest.raises(ValueError, match="features"):
+        model.transform(small_counts(n_terms=31))
+
+
+def test_bernoulli_refuses_counts_above_one():
+    with pytest.raises(ValueError, match="bernoulli"):
+        STC(n_topics=2, loss="bernoulli").fit(small_counts() * 3)
+
+
+def test_poisson_accepts_non_integer_counts():
+    X = small_counts() * 0.37
+    theta = STC(n_topics=2, max_iter=3, random_state=0).fit_transform(X)
+    assert np.all(np.isfinite(theta))
+
+
+def test_empty_documents_get_zero_codes():
+    X = small_counts().tolil()
+    X[3, :] = 0
+    X[7, :] = 0
+    X = X.tocsr()
+    model = STC(n_topics=3, max_iter=5, random_state=0).fit(X)
+    theta = model.transform(X)
+    assert np.all(np.isfinite(theta))
+    assert np.all(theta[[3, 7]] == 0)
+    assert np.isfinite(model.score(X))
+
+
+def test_unseen_terms_are_ignored_at_transform():
+    X = small_counts().tolil()
+    X[:, 5] = 0  # term 5 never occurs in training
+    model = STC(n_topics=3, max_iter=5, random_state=0).fit(X.tocsr())
+    assert np.all(model.components_[:, 5] == 0)
+    Y = small_counts(n_docs=5, seed=1)
+    codes = model.word_codes(Y)
+    rows_of_term5 = np.flatnonzero(Y.indices == 5)
+    assert rows_of_term5.size > 0
+    assert codes[rows_of_term5].nnz == 0
+    assert np.all(np.isfinite(model.transform(Y)))
+
+
+def test_fitted_attributes_and_topics_on_simplex():
+    X = small_counts()
+    model = STC(n_topics=4, max_iter=10, random_state=0).fit(X)
+    assert model.components_.shape == (4, X.shape[1])
+    assert np.all(model.components_ >= 0)
+    np.testing.assert_allclose(model.components_.sum(axis=1), 1.0, rtol=1e-12)
+    assert model.n_features_in_ == X.shape[1]
+    assert model.objective_.shape == (model.n_iter_,)
+    assert np.all(np.diff(model.objective_) <= 1e-12 * np.abs(model.objective_[:-1]))
+
+
+def test_word_codes_follow_csr_order():
+    X = small_counts()
+    model = STC(n_topics=3, max_iter=5, random_state=0).fit(X)
+    codes = model.word_codes(X)
+    assert codes.shape == (X.nnz, 3)
+    dense = codes.toarray()
+    theta = model.transform(X)
+    # theta is the footnote-3 average of the document's word codes (no shift).
+    lam = model.lambda_
+    for d in range(5):
+        rows = slice(X.indptr[d], X.indptr[d + 1])
+        m = X.indptr[d + 1] - X.indptr[d]
+        expected = np.maximum(lam * m * dense[rows].mean(axis=0) / (lam + lam * m), 0)
+        np.testing.assert_allclose(theta[d], expected, rtol=1e-12, atol=1e-14)
+
+
+def test_fit_transform_and_score_are_consistent():
+    X = small_counts()
+    model = STC(n_topics=3, max_iter=5, random_state=0)
+    theta = model.fit_transform(X)
+    np.testing.assert_array_equal(theta, model.transform(X))
+    assert model.score(X) < 0
+
+
+def test_same_seed_identical_for_one_and_two_threads():
+    train, test = load_newsgroups_split()
+    X, Y = train.data[:300], test.data[:100]
+    one = STC(n_topics=8, max_iter=5, random_state=3, n_jobs=1).fit(X)
+    two = STC(n_topics=8, max_iter=5, random_state=3, n_jobs=2).fit(X)
+    np.testing.assert_array_equal(one.components_, two.components_)
+    np.testing.assert_array_equal(one.objective_, two.objective_)
+    np.testing.assert_array_equal(one.transform(Y), two.transform(Y))
+
+
+def test_pickle_round_trip_gives_identical_transform():
+    X = small_counts()
+    model = STC(n_topics=3, max_iter=5, random_state=0).fit(X)
+    clone = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(model.transform(X), clone.transform(X))
+
+
+def test_topics_stay_distinct_on_real_data():
+    """The uniform start of the reference code collapses all topics into one;
+    ours must learn topics that differ (low cosine similarity, few shared top words)."""
+    train, _ = load_newsgroups_split()
+    K = 10
+    model = STC(n_topics=K, max_iter=15, random_state=0, n_jobs=2).fit(train.data)
+    beta = model.components_
+    unit = beta / np.linalg.norm(beta, axis=1, keepdims=True)
+    cosine = unit @ unit.T
+    mean_cosine = cosine[np.triu_indices(K, 1)].mean()
+    assert mean_cosine < 0.5, mean_cosine
+    top = model.top_words(train.vocabulary, 20)
+    shared = [len(set(top[a]) & set(top[b])) / 20 for a in range(K) for b in range(a + 1, K)]
+    assert np.mean(shared) < 0.3, np.mean(shared)
+    theta = model.transform(train.data)
+    # The codes separate the three groups: a nearest-centroid rule beats chance clearly.
+    centroids = np.array([theta[train.target == c].mean(axis=0) for c in range(3)])
+    unit_theta = theta / np.maximum(np.linalg.norm(theta, axis=1, keepdims=True), 1e-300)
+    unit_centroids = centroids / np.linalg.norm(centroids, axis=1, keepdims=True)
+    accuracy = np.mean(np.argmax(unit_theta @ unit_centroids.T, axis=1) == train.target)
+    assert accuracy > 0.7, accuracy
+
+
+def test_top_words_checks_vocabulary_length():
+    model = STC(n_topics=2, max_iter=2, random_state=0).fit(small_counts(n_terms=30))
+    with pytest.raises(ValueError, match="vocabulary"):
+        model.top_words(np.array(["w"] * 29))
+    words = model.top_words(np.array([f"w{i}" for i in range(30)]), 3)
+    assert len(words) == 2 and all(len(w) == 3 for w in words)

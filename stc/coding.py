@@ -7,6 +7,13 @@ from stc.losses import CompiledLoss
 
 PENALTIES = {"l1": PENALTY_L1, "l2": PENALTY_L2}
 
+# Cap on the Newton steps that move each theta_k with its word codes
+# (`update_topic_block`); 0 gives the paper's plain alternation. On 20
+# Newsgroups (K = 50) the block update reaches the coding optimum in ~3
+# sweeps; the plain alternation needs over a hundred. Newton usually stops
+# well before the cap.
+BLOCK_NEWTON_STEPS = 20
+
 
 def initial_codes(X, n_topics, value=1.0):
     """Start every word code and document code at ``value`` (1 by default).
@@ -25,11 +32,13 @@ def initial_codes(X, n_topics, value=1.0):
 
 
 def sparse_code(loss, X, beta, codes, theta, *, lam, gamma, rho, theta_penalty, code_penalty,
-                max_iter, tol, theta_linear=None, n_jobs=None):
+                max_iter, tol, theta_linear=None, newton_steps=BLOCK_NEWTON_STEPS,
+                n_jobs=None):
     """Code every document of CSR ``X`` in place, warm-started from ``codes``/``theta``.
 
     Returns (per-document objective, per-document loss part, per-document
-    iterations, means of the non-zeros). A compiled loss runs the nogil
+    iterations, means of the non-zeros). ``newton_steps`` caps the Newton
+    steps on each theta_k inside a sweep (0: the paper's alternation). A compiled loss runs the nogil
     kernel in parallel; a pure-Python loss runs the numpy sweep.
     """
     means = np.zeros(X.nnz, dtype=np.float64)
@@ -42,10 +51,10 @@ def sparse_code(loss, X, beta, codes, theta, *, lam, gamma, rho, theta_penalty, 
         objective, recon, n_iter = code_documents(
             loss, X.indptr, X.indices, X.data, beta, codes, theta, means, theta_linear,
             args["lam"], args["gamma"], args["rho"], args["theta_penalty"],
-            args["code_penalty"], args["max_iter"], args["tol"], n_jobs)
+            args["code_penalty"], args["max_iter"], args["tol"], int(newton_steps), n_jobs)
     else:
         objective, recon, n_iter = code_documents_numpy(
             loss, X, beta, codes, theta, means, theta_linear, args["lam"], args["gamma"],
             args["rho"], args["theta_penalty"], args["code_penalty"], args["max_iter"],
-            args["tol"])
+            args["tol"], int(newton_steps))
     return objective, recon, n_iter, means

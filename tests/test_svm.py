@@ -150,14 +150,17 @@ def test_vectorised_cuts_match_loops():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((40, 3))
     y = rng.integers(0, 4, 40)
-    labellings = rng.integers(0, 4, (5, 40))
+    labellings = rng.integers(0, 4, (37, 40))  # more than one chunk of cuts
+    labellings[5] = y  # the trivial labelling gives exactly the zero cut
     s = rng.random(40)
     s /= s.sum()
     c, G = svm_module._build_cuts(labellings, X, y, s, 7.0, 4)
-    for j in range(5):
+    assert c.shape == (37,) and G.shape == (37, 12)
+    for j in range(37):
         c_ref, G_ref = naive_cut(labellings[j], X, y, 7.0, 4, s)
         assert c[j] == pytest.approx(c_ref)
         np.testing.assert_allclose(G[j].reshape(4, 3), G_ref, atol=1e-12)
+    assert c[5] == 0.0 and not np.any(G[5])
 
 
 @settings(max_examples=50, deadline=None)

@@ -35,9 +35,84 @@ def _objective(loss, X, doc_of_entry, means, codes, theta, linear, lam, gamma, r
     return total, recon
 
 
+def _solve_topic_words(loss, y, b, rests, codes_k, t_entry, quad, rho_lin, gamma, docs, n_docs):
+    """Vectorised `solve_topic_words`: word codes of one topic at theta_k = t."""
+    x = loss.solve_coordinate(y, b, rests, quad, rho_lin - 2.0 * gamma * t_entry, codes_k)
+    slope = np.bincount(docs, weights=2.0 * gamma * (t_entry - x), minlength=n_docs)
+    curv_entry = np.full_like(x, 2.0 * gamma)
+    pos = x > 0
+    if np.any(pos):
+        hess = loss.hessian(y[pos], rests[pos] + b[pos] * x[pos])
+        curv_entry[pos] = 2.0 * gamma * (1.0 - 2.0 * gamma / (b[pos] ** 2 * hess + 2.0 * quad))
+    return x, slope, np.bincount(docs, weights=curv_entry, minlength=n_docs)
+
+
+def _update_topic_block(loss, y, b, docs, codes_k, means, theta_k, linear_k, lam, gamma, quad,
+                        rho_lin, theta_penalty, newton_steps):
+    """Vectorised `update_topic_block` over the documents whose entries are given.
+
+    ``docs`` are compact document ids (0..n-1) of the entries; ``theta_k`` and
+    ``linear_k`` are per compact document. Returns (codes_k, means, theta_k).
+    """
+    n = theta_k.shape[0]
+    rests = np.maximum(means - b * codes_k, 0.0)
+    t = theta_k.copy()
+    x = codes_k.copy()
+    iterating = np.ones(n, dtype=bool)
+    converged = np.zeros(n, dtype=bool)
+    low, high = np.zeros(n), np.full(n, np.inf)
+    safe_t, start_slope = t.copy(), np.zeros(n)
+    slope = np.zeros(n)
+    for step in range(newton_steps + 1):
+        entries = iterating[docs]
+        x_new, s_new, c_new = _solve_topic_words(
+            loss, y[entries], b[entries], rests[entries], x[entries], t[docs[entries]],
+            quad, rho_lin, gamma, docs[entries], n)
+        x[entries] = x_new
+        if theta_penalty == PENALTY_L1:
+            pen_slope, pen_curv = lam, 0.0
+        else:
+            pen_slope, pen_curv = 2.0 * lam * t, 2.0 * lam
+        s_full = s_new + pen_slope - linear_k
+        curv = c_new + pen_curv
+        slope = np.where(iterating, s_full, slope)
+        if step == newton_steps:
+            break
+        if step == 0:
+            start_slope = slope.copy()
+        stop = iterating & ((slope == 0.0) | ((t == 0.0) & (slope > 0.0)))
+        converged |= stop
+        iterating &= ~stop
+        same_side = iterating & ((slope > 0.0) == (start_slope > 0.0))
+        safe_t = np.where(same_side, t, safe_t)
+        high = np.where(iterating & (slope > 0.0), t, high)
+        low = np.where(iterating & ~(slope > 0.0), t, low)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_new = t - slope / curv
+        to_zero = (t_new <= 0.0) & (low == 0.0) & (t > 0.0)
+        outside = ~to_zero & ((t_new < low) | (t_new > high))
+        bisect = np.where(np.isfinite(high), 0.5 * (low + high), 2.0 * low + 1.0)
+        t_new = np.where(to_zero, 0.0, np.where(outside, bisect, t_new))
+        small = iterating & (np.abs(t_new - t) <= 1e-10 * t)
+        converged |= small
+        iterating &= ~small
+        t = np.where(iterating, t_new, t)
+        if not iterating.any():
+            break
+    if newton_steps > 0:
+        back = ~converged & (t != safe_t) & ((slope > 0.0) != (start_slope > 0.0))
+        if np.any(back):
+            t = np.where(back, safe_t, t)
+            entries = back[docs]
+            x[entries] = _solve_topic_words(
+                loss, y[entries], b[entries], rests[entries], x[entries], t[docs[entries]],
+                quad, rho_lin, gamma, docs[entries], n)[0]
+    return x, rests + b * x, t
+
+
 def code_documents_numpy(loss, X, beta, codes, theta, means, theta_linear, lam, gamma, rho,
-                         theta_penalty, code_penalty, max_iter, tol):
-    """In-place coding of the CSR matrix X; same contract as `code_documents`."""
+                         theta_penalty, code_penalty, max_iter, tol, newton_steps):
+    """In-place coding of the CSR matrix X; same contract and updates as `code_documents`."""
     n_docs, n_topics = theta.shape
     lengths = np.diff(X.indptr)
     doc_of_entry = np.repeat(np.arange(n_docs), lengths)
@@ -53,21 +128,23 @@ def code_documents_numpy(loss, X, beta, codes, theta, means, theta_linear, lam, 
     for _ in range(max_iter):
         if not active_docs.any():
             break
+        active = np.flatnonzero(active_docs)
         entries = np.flatnonzero(active_docs[doc_of_entry])
-        docs = doc_of_entry[entries]
+        compact = np.searchsorted(active, doc_of_entry[entries])
         words = X.indices[entries]
         y = X.data[entries]
+        entry_means = means[entries]
         for k in range(n_topics):
             b = beta[k, words]
-            rest = np.maximum(means[entries] - b * codes[entries, k], 0.0)
-            x = loss.solve_coordinate(y, b, rest, quad, rho_lin - 2.0 * gamma * theta[docs, k],
-                                      codes[entries, k])
-            codes[entries, k] = x
-            means[entries] = rest + b * x
-        active = np.flatnonzero(active_docs)
-        sums = np.zeros((n_docs, n_topics))
-        np.add.at(sums, docs, codes[entries])
-        theta[active] = theta_closed_form(sums[active] / lengths[active, None], linear[active],
+            codes_k, entry_means, theta_k = _update_topic_block(
+                loss, y, b, compact, codes[entries, k], entry_means, theta[active, k],
+                linear[active, k], lam, gamma, quad, rho_lin, theta_penalty, newton_steps)
+            codes[entries, k] = codes_k
+            theta[active, k] = theta_k
+        means[entries] = entry_means
+        sums = np.zeros((active.size, n_topics))
+        np.add.at(sums, compact, codes[entries])
+        theta[active] = theta_closed_form(sums / lengths[active, None], linear[active],
                                           lengths[active, None], lam, gamma, theta_penalty)
         n_iter[active] += 1
         new_objective, new_recon = _objective(loss, X, doc_of_entry, means, codes, theta,

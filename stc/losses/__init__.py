@@ -44,7 +44,7 @@ def registered_losses():
 def get_loss(loss):
     """Return a loss instance from a registered name or an instance."""
     if isinstance(loss, (CompiledLoss, PythonLoss)):
-        return loss
+        return check_loss(loss)
     if isinstance(loss, str):
         try:
             return _REGISTRY[loss]()
@@ -98,6 +98,10 @@ def check_loss(loss, data=None):
         hess = np.asarray(loss.hessian(y_grid, m_grid), dtype=np.float64)
     except NotImplementedError as exc:
         raise TypeError(f"loss {name} is incomplete: {exc}") from None
+    for label, arr in (("loss", value), ("gradient", grad), ("hessian", hess)):
+        if np.shape(arr) == y_grid.shape and np.all(np.isnan(arr)):
+            raise TypeError(f"loss {name} does not define {label} (a compiled loss must "
+                            f"override _{label})")
     for label, arr in (("loss", value), ("gradient", grad), ("hessian", hess)):
         if arr.shape != y_grid.shape:
             raise ValueError(f"loss {name}: {label}(y, mean) must be elementwise (got shape "

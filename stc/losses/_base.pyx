@@ -11,7 +11,7 @@ for the l2 code penalty) and lin = rho - 2 gamma theta_k (l1 code penalty) or
 -2 gamma theta_k (l2). By Proposition 1 its solution is the unconstrained
 minimiser clamped at zero.
 """
-from libc.math cimport INFINITY, fabs, isfinite
+from libc.math cimport INFINITY, NAN, fabs, isfinite
 
 import numpy as np
 
@@ -30,6 +30,10 @@ cdef class CompiledLoss:
     override ``_solve_coordinate`` with a closed form). Losses are written as
     deviances (zero when the mean equals y), which differ from the negative
     log-likelihood only by a term in y.
+
+    Pickling (and so ``copy`` and ``sklearn.clone`` of an estimator holding
+    the loss) re-creates the loss with no arguments: a subclass with
+    parameters must override ``__reduce__`` to pass them.
     """
 
     name = "compiled"
@@ -38,14 +42,15 @@ cdef class CompiledLoss:
         self.mean_lower = -INFINITY
         self.mean_upper = INFINITY
 
+    # Not overridden: NaN, which `check_loss` reports as a missing method.
     cdef double _loss(self, double y, double mean) noexcept nogil:
-        return INFINITY
+        return NAN
 
     cdef double _gradient(self, double y, double mean) noexcept nogil:
-        return 0.0
+        return NAN
 
     cdef double _hessian(self, double y, double mean) noexcept nogil:
-        return -1.0
+        return NAN
 
     cdef double _solve_coordinate(self, double y, double b, double mean_rest,
                                   double quad, double lin, double x_start) noexcept nogil:

@@ -165,12 +165,14 @@ class STC(TransformerMixin, BaseEstimator):
         self._fit(X, loss)
         return self
 
-    def _fit(self, X, loss, theta_linear_fn=None, on_iteration=None):
-        """Outer loop: code all documents (warm), then update the dictionary.
+    def _fit(self, X, loss, supervisor=None):
+        """Outer loop: code all documents (warm start), then update the dictionary.
 
-        ``theta_linear_fn(theta)`` (MedSTC) returns the linear term of the
-        document-code step for the next coding call; ``on_iteration(state)``
-        runs after each dictionary step and may return extra objective terms.
+        ``supervisor`` (MedSTC) plugs in the supervised parts: the linear term
+        of the document-code step (`linear_term`), a check of the new codes
+        against the supervised objective (`safeguard`), and the classifier
+        step after the dictionary step (`classifier_step`, which returns the
+        objective terms it adds).
         """
         params = self._coding_params()
         beta = initial_dictionary(X, self.n_topics, self.random_state)
@@ -179,19 +181,25 @@ class STC(TransformerMixin, BaseEstimator):
         objective = []
         start = time.perf_counter()
         for iteration in range(1, self.max_iter + 1):
-            theta_linear = theta_linear_fn(theta) if theta_linear_fn is not None else None
+            theta_linear = None
+            if supervisor is not None:
+                theta_linear = supervisor.linear_term(theta)
+                previous = (codes.copy(), theta.copy()) if theta_linear is not None else None
             doc_obj, doc_loss, _, _ = sparse_code(
                 loss, X, beta, codes, theta, max_iter=self.inner_max_iter,
                 tol=self.inner_tol, theta_linear=theta_linear, n_jobs=self.n_jobs, **params)
-            penalties = float(np.sum(doc_obj) - np.sum(doc_loss))
             if theta_linear is not None:  # the linear term is not part of problem (2)
-                penalties += float(np.sum(theta_linear * theta))
+                doc_obj = doc_obj + np.sum(theta_linear * theta, axis=1)
+                doc_obj, doc_loss = supervisor.safeguard(X, beta, previous, codes, theta,
+                                                         doc_obj, doc_loss)
+            penalties = float(np.sum(doc_obj) - np.sum(doc_loss))
             beta, recon, _ = update_dictionary(loss, layout, codes, beta,
                                                max_iter=self.dictionary_max_iter,
                                                n_jobs=self.n_jobs)
             value = recon + penalties
-            extra = on_iteration(theta, iteration) if on_iteration is not None else 0.0
-            objective.append(value + extra)
+            if supervisor is not None:
+                value += supervisor.classifier_step(theta, iteration)
+            objective.append(value)
             if self.verbose:
                 print(f"iter {iteration:3d}  objective {objective[-1]:.6e}  "
                       f"word-code sparsity {word_code_sparsity(codes):.3f}  "

@@ -21,8 +21,9 @@ def theta_closed_form(mean_code, linear, n_words, lam, gamma, penalty):
     return np.maximum(t, 0.0)
 
 
-def _objective(loss, X, doc_of_entry, means, codes, theta, linear, lam, gamma, rho,
-               theta_penalty, code_penalty):
+def document_objectives(loss, X, doc_of_entry, means, codes, theta, linear, lam, gamma, rho,
+                        theta_penalty, code_penalty):
+    """Objective (2) of every document (minus linear . theta), and its loss part."""
     n_docs = X.shape[0]
     recon = np.bincount(doc_of_entry, weights=loss.loss(X.data, means), minlength=n_docs)
     coupling = ((codes - theta[doc_of_entry]) ** 2).sum(axis=1)
@@ -120,7 +121,7 @@ def code_documents_numpy(loss, X, beta, codes, theta, means, theta_linear, lam, 
     rho_lin = rho if code_penalty == PENALTY_L1 else 0.0
     means[:] = (codes * beta.T[X.indices]).sum(axis=1) if X.nnz else 0.0
     theta[lengths == 0] = 0.0
-    objective, recon = _objective(loss, X, doc_of_entry, means, codes, theta, theta_linear,
+    objective, recon = document_objectives(loss, X, doc_of_entry, means, codes, theta, theta_linear,
                                   lam, gamma, rho, theta_penalty, code_penalty)
     n_iter = np.zeros(n_docs, dtype=np.intc)
     active_docs = lengths > 0
@@ -147,7 +148,7 @@ def code_documents_numpy(loss, X, beta, codes, theta, means, theta_linear, lam, 
         theta[active] = theta_closed_form(sums / lengths[active, None], linear[active],
                                           lengths[active, None], lam, gamma, theta_penalty)
         n_iter[active] += 1
-        new_objective, new_recon = _objective(loss, X, doc_of_entry, means, codes, theta,
+        new_objective, new_recon = document_objectives(loss, X, doc_of_entry, means, codes, theta,
                                               theta_linear, lam, gamma, rho, theta_penalty,
                                               code_penalty)
         converged = objective - new_objective <= tol * np.abs(objective)

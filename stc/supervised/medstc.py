@@ -6,6 +6,8 @@ Training alternates, per outer iteration:
      minimises its objective minus b_d . theta_d, where
      b_d = (C / D) (eta_{y_d} - eta_{yhat_d}) and yhat_d is the
      loss-augmented prediction at the current theta_d (`shift_for_labels`);
+     a document whose new codes raise its share of objective (4) keeps its
+     old codes (`_MaxMarginSupervisor.safeguard`);
   2. the dictionary step (unchanged from STC);
   3. the SVM step: the 1-slack cutting-plane multi-class SVM on the
      training codes, warm-started from the previous iteration.
@@ -20,9 +22,13 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from stc._core._sparse_ops import word_means
+from stc._core.numpy_coding import document_objectives
 from stc._stc import STC
 from stc._validation import check_number
-from stc.supervised.svm import CuttingPlaneSVM, loss_augmented_predict, multiclass_hinge
+from stc.coding import PENALTIES
+from stc.supervised.svm import (CuttingPlaneSVM, loss_augmented_predict, multiclass_hinge,
+                                primal_objective)
 
 
 def shift_for_labels(W, theta, y_index, C, cost):
@@ -34,6 +40,80 @@ def shift_for_labels(W, theta, y_index, C, cost):
     """
     y_hat = loss_augmented_predict(W, theta, y_index, cost)
     return (C / theta.shape[0]) * (W[y_index] - W[y_hat])
+
+
+def document_hinges(W, theta, y_index, cost):
+    """max_y [Delta(y_d, y) + eta_y . theta_d - eta_{y_d} . theta_d] for every document."""
+    scores = theta @ W.T
+    rows = np.arange(theta.shape[0])
+    true = scores[rows, y_index]
+    augmented = scores + cost
+    augmented[rows, y_index] = true
+    return augmented.max(axis=1) - true
+
+
+class _MaxMarginSupervisor:
+    """The supervised parts of MedSTC's outer loop, as called by `STC._fit`.
+
+    The shifted mean fixes the loss-augmented label before the theta step, so
+    that step minimises a lower bound of the hinge (one of its pieces) and
+    can raise objective (4). `safeguard` therefore compares, per document,
+    objective (2) plus the document's hinge share before and after coding,
+    and keeps the old codes where the new ones are worse: with the exact
+    dictionary step and the SVM step (kept only if it lowers the SVM
+    objective), objective (4) never increases.
+    """
+
+    def __init__(self, model, loss, y_index):
+        self.model, self.loss, self.y_index = model, loss, y_index
+        self.svm = CuttingPlaneSVM(C=model.C, cost=model.delta, tol=model.svm_tol,
+                                   max_iter=model.svm_max_iter, warm_start=True)
+        self.W = None
+        self.hinge, self.accuracy, self.reverted = [], [], []
+        self.start = time.perf_counter()
+
+    def _hinge_share(self, theta):
+        return (self.model.C / theta.shape[0]) * document_hinges(
+            self.W, theta, self.y_index, self.model.delta)
+
+    def linear_term(self, theta):
+        if self.W is None:
+            return None  # first iteration: no classifier yet, plain STC coding
+        return shift_for_labels(self.W, theta, self.y_index, self.model.C, self.model.delta)
+
+    def safeguard(self, X, beta, previous, codes, theta, doc_obj, doc_loss):
+        old_codes, old_theta = previous
+        params = self.model._coding_params()
+        doc_of_entry = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        means = word_means(X.indices, old_codes, np.ascontiguousarray(beta.T))
+        old_obj, old_loss = document_objectives(
+            self.loss, X, doc_of_entry, means, old_codes, old_theta, None, params["lam"],
+            params["gamma"], params["rho"], PENALTIES[params["theta_penalty"]],
+            PENALTIES[params["code_penalty"]])
+        worse = doc_obj + self._hinge_share(theta) > old_obj + self._hinge_share(old_theta)
+        if np.any(worse):
+            entries = worse[doc_of_entry]
+            codes[entries] = old_codes[entries]
+            theta[worse] = old_theta[worse]
+            doc_obj = np.where(worse, old_obj, doc_obj)
+            doc_loss = np.where(worse, old_loss, doc_loss)
+        self.reverted.append(int(np.sum(worse)))
+        return doc_obj, doc_loss
+
+    def classifier_step(self, theta, iteration):
+        model = self.model
+        self.svm.fit(theta, self.y_index)
+        candidate = self.svm.coef_
+        if self.W is None or primal_objective(candidate, theta, self.y_index, model.C, model.delta) \
+                <= primal_objective(self.W, theta, self.y_index, model.C, model.delta):
+            self.W = candidate.copy()
+        self.hinge.append(multiclass_hinge(self.W, theta, self.y_index, model.delta))
+        self.accuracy.append(float(np.mean(np.argmax(theta @ self.W.T, axis=1) == self.y_index)))
+        if model.verbose:
+            print(f"iter {iteration:3d}  hinge {self.hinge[-1]:.4g}  train accuracy "
+                  f"{self.accuracy[-1]:.3f}  kept old codes for {self.reverted[-1] if self.reverted else 0}"
+                  f" documents  time {time.perf_counter() - self.start:.1f}s")
+        return model.C * self.hinge[-1] + 0.5 * float(np.sum(self.W * self.W))
 
 
 class MedSTC(ClassifierMixin, STC):
@@ -93,31 +173,12 @@ class MedSTC(ClassifierMixin, STC):
         if encoder.classes_.size < 2:
             raise ValueError("MedSTC needs at least 2 classes in y, got 1")
         y_index = encoder.transform(y)
-        svm = CuttingPlaneSVM(C=self.C, cost=self.delta, tol=self.svm_tol,
-                              max_iter=self.svm_max_iter, warm_start=True)
-        hinge, accuracy = [], []
-        start = time.perf_counter()
-
-        def theta_linear(theta):
-            if not hasattr(svm, "coef_"):
-                return None  # first iteration: no classifier yet
-            return shift_for_labels(svm.coef_, theta, y_index, self.C, self.delta)
-
-        def svm_step(theta, iteration):
-            svm.fit(theta, y_index)
-            W = svm.coef_
-            hinge.append(multiclass_hinge(W, theta, y_index, self.delta))
-            accuracy.append(float(np.mean(np.argmax(theta @ W.T, axis=1) == y_index)))
-            if self.verbose:
-                print(f"iter {iteration:3d}  hinge {hinge[-1]:.4g}  train accuracy "
-                      f"{accuracy[-1]:.3f}  time {time.perf_counter() - start:.1f}s")
-            return self.C * hinge[-1] + 0.5 * float(np.sum(W * W))
-
-        self._fit(X, loss, theta_linear_fn=theta_linear, on_iteration=svm_step)
+        supervisor = _MaxMarginSupervisor(self, loss, y_index)
+        self._fit(X, loss, supervisor=supervisor)
         self.classes_ = encoder.classes_
-        self.coef_ = svm.coef_
-        self.hinge_ = np.asarray(hinge)
-        self.train_accuracy_ = np.asarray(accuracy)
+        self.coef_ = supervisor.W
+        self.hinge_ = np.asarray(supervisor.hinge)
+        self.train_accuracy_ = np.asarray(supervisor.accuracy)
         return self
 
     def decision_function(self, X):

@@ -241,11 +241,35 @@ def kernel_throughput(model, Xte, thread_counts, repeats):
 # Report
 # ---------------------------------------------------------------------------
 
+def source_fingerprint(package_dir):
+    """Short sha256 of the package's .py/.pyx/.pxd sources and their newest mtime.
+
+    The package is edited while benchmarks run; this pins which code was measured.
+    """
+    import hashlib
+
+    digest = hashlib.sha256()
+    newest = 0.0
+    for root, dirs, files in os.walk(package_dir):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith((".py", ".pyx", ".pxd")):
+                path = os.path.join(root, name)
+                digest.update(os.path.relpath(path, package_dir).encode())
+                with open(path, "rb") as handle:
+                    digest.update(handle.read())
+                newest = max(newest, os.path.getmtime(path))
+    stamp = datetime.datetime.fromtimestamp(newest).astimezone().isoformat(timespec="seconds")
+    return digest.hexdigest()[:12], stamp
+
+
 def machine_info(threads):
     import sklearn
 
     import stc
 
+    package_dir = os.path.dirname(os.path.abspath(stc.__file__))
+    fingerprint, newest = source_fingerprint(package_dir)
     return [
         f"- date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
         f"- platform: {platform.platform()}",
@@ -255,6 +279,8 @@ def machine_info(threads):
         f"- stc.openmp_enabled(): {stc.openmp_enabled()}",
         f"- python {platform.python_version()}, numpy {np.__version__}, "
         f"scipy {scipy.__version__}, scikit-learn {sklearn.__version__}, stc {stc.__version__}",
+        f"- stc imported from {package_dir}; sources sha256 {fingerprint}, newest source "
+        f"file {newest}",
     ]
 
 
@@ -367,8 +393,8 @@ def main(argv=None):
                              "separately when not among --topics)")
     parser.add_argument("--skip-throughput", action="store_true",
                         help="do not measure the kernel throughput")
-    parser.add_argument("--repeats", type=int, default=1,
-                        help="kernel timings per thread count, best kept (default: 1)")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="kernel timings per thread count, best kept (default: 3)")
     parser.add_argument("--output", default=DEFAULT_OUTPUT,
                         help="markdown file the tables are written to (overwritten)")
     parser.add_argument("--append", action="store_true",

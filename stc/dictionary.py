@@ -22,9 +22,12 @@ step rule under which F never increases:
   condition F(new) <= F(old) - ||new - old||^2 / (2 t); a step that takes a
   mean out of the loss's domain has F = inf and is shrunk.
 
-Terms that never occur in the data get zero weight in every topic (their
-gradient is zero and nothing pulls weight onto them; the MM update zeroes
-them in one step); at `transform` such terms are ignored. A topic whose word
+Terms that never occur in the data: the MM update gives them zero weight in
+one step and keeps it there (when the codes overshoot the data, the exact
+minimiser of F could put weight on them, since that lowers every mean at no
+cost; on 20 Newsgroups the multiplier nu is positive and zero weights are
+optimal). Projected gradient may give them weight in that overshoot case.
+At `transform`, terms with zero weight in every topic are ignored. A topic whose word
 codes are all zero ("collapsed") carries no information about beta_k; it is
 left unchanged, so coding may use it again later.
 """
@@ -59,31 +62,35 @@ def dictionary_loss(loss, layout, codes, beta, n_jobs=None):
 def simplex_multiplier(a, c, max_iter=100):
     """nu_k such that sum_n a[n, k] / (c[n, k] + nu_k) = 1, for every column k.
 
-    Each function is convex and decreasing on nu > -min{c : a > 0}, so the root
-    is bracketed by that pole and sum(a) - min(c); safeguarded Newton.
+    Each function is convex and decreasing on nu > -min{c : a > 0}. Solved
+    for the shifted unknown u = nu + min c > 0, with denominators
+    (c - min c) + u computed without cancellation; the root lies in
+    (0, sum a]; safeguarded Newton with a tolerance relative to u.
     """
     positive = a > 0
     c_min = np.where(positive, c, np.inf).min(axis=0)
-    low = -c_min
-    high = a.sum(axis=0) - c_min
-    nu = 0.5 * (low + high)
+    offset = np.where(positive, c - c_min, 0.0)
+    low = np.zeros(a.shape[1])
+    high = a.sum(axis=0)
+    u = 0.5 * high
     for _ in range(max_iter):
-        denom = c + nu
+        denom = offset + u
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(positive, a / denom, 0.0)
             f = ratio.sum(axis=0) - 1.0
             df = -np.where(positive, ratio / denom, 0.0).sum(axis=0)
-        high = np.where(f < 0, nu, high)
-        low = np.where(f > 0, nu, low)
+        high = np.where(f < 0, u, high)
+        low = np.where(f > 0, u, low)
         with np.errstate(divide="ignore", invalid="ignore"):
-            step = nu - f / df
-        bad = ~((step > low) & (step < high))
+            step = u - f / df
+        bad = ~((step > low) & (step <= high))
         step[bad] = 0.5 * (low[bad] + high[bad])
-        done = np.abs(step - nu) <= 1e-13 * np.maximum(np.abs(nu), 1.0)
-        nu = step
+        step[f == 0] = u[f == 0]
+        done = np.abs(step - u) <= 1e-14 * u
+        u = step
         if np.all(done):
             break
-    return nu
+    return u - c_min
 
 
 def _mm_step(layout, codes, beta, means, code_sums, n_jobs):
@@ -112,6 +119,10 @@ def update_dictionary(loss, layout, codes, beta, method="auto", max_iter=10, tol
     if method not in ("mm", "pg"):
         raise ValueError(f"method must be 'auto', 'mm' or 'pg', got {method!r}")
     value, means = dictionary_loss(loss, layout, codes, beta, n_jobs)
+    if not np.isfinite(value):
+        raise ValueError(f"the {getattr(loss, 'name', type(loss).__name__)} loss is not finite at "
+                         "the current codes and topics: some mean lies outside the loss's "
+                         f"domain {loss.mean_domain}")
     if method == "mm":
         code_sums = word_code_sums(layout.col_ptr, layout.col_entries, codes,
                                    np.empty(0), n_jobs)

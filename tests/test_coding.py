@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
 
 from stc._core._coding import theta_from_codes
-from stc._core.numpy_coding import code_documents_numpy, theta_closed_form
+from stc._core.numpy_coding import theta_closed_form
 from stc.coding import initial_codes, sparse_code
 from stc.losses import BernoulliLoss, GaussianLoss, PoissonLoss, PythonLoss
 
@@ -572,12 +572,6 @@ def test_returned_objective_is_objective_2(loss, theta_penalty, code_penalty, wi
                                rtol=1e-12, atol=1e-15)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "BUG: on binary data (y = 1) the Bernoulli loss decreases up to the open end mean = 1; "
-    "when the rest of a word's mean is already within a few ulps of 1, any x in the Newton "
-    "bracket (0, (1 - rest) / b) gives rest + b x == 1.0 after rounding, so the kernel stores "
-    "means == 1.0, where loss.loss is +inf and loss.gradient is NaN (0/0); the kernel's own "
-    "_loss has no domain check, so the returned objective looks finite"))
 def test_bernoulli_coding_keeps_means_inside_the_domain():
     rng = np.random.default_rng(0)
     X = sp.csr_matrix(np.sign(rng.poisson(0.6, (60, 40))).astype(float))

@@ -140,6 +140,9 @@ cdef void update_topic_block(CompiledLoss loss, Py_ssize_t start, Py_ssize_t end
             pen_slope, pen_curv = 2.0 * lam * t, 2.0 * lam
         slope += pen_slope - linear_k
         curvature += pen_curv
+        if fabs(slope) <= 1e-10 * t * curvature:
+            converged = True  # the Newton step would be below rounding level
+            break
         if step == newton_steps:
             break
         if step == 0:

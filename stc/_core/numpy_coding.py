@@ -77,7 +77,10 @@ def _update_topic_block(loss, y, b, docs, codes_k, means, theta_k, linear_k, lam
         s_full = s_new + pen_slope - linear_k
         curv = c_new + pen_curv
         slope = np.where(iterating, s_full, slope)
-        if step == newton_steps:
+        tiny = iterating & (np.abs(slope) <= 1e-10 * t * curv)
+        converged |= tiny
+        iterating &= ~tiny
+        if step == newton_steps or not iterating.any():
             break
         if step == 0:
             start_slope = slope.copy()

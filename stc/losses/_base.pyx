@@ -11,7 +11,7 @@ for the l2 code penalty) and lin = rho - 2 gamma theta_k (l1 code penalty) or
 -2 gamma theta_k (l2). By Proposition 1 its solution is the unconstrained
 minimiser clamped at zero.
 """
-from libc.math cimport INFINITY, NAN, fabs, isfinite
+from libc.math cimport INFINITY, NAN, fabs, fmax, isfinite
 
 import numpy as np
 
@@ -21,6 +21,8 @@ import numpy as np
 cdef double NEWTON_RTOL = 1e-10
 cdef int NEWTON_MAX_ITER = 100
 cdef int BRACKET_MAX_DOUBLINGS = 1100
+# Distance kept from a finite upper end of the mean domain (relative).
+cdef double DOMAIN_MARGIN = 1e-10
 
 
 cdef class CompiledLoss:
@@ -64,7 +66,7 @@ cdef class CompiledLoss:
         h' > 0 at right); a Newton step that leaves it is replaced by
         bisection, so the method converges for any convex loss.
         """
-        cdef double left, right, x, x_new, g, hess, step, width
+        cdef double left, right, x, x_new, g, hess, step, previous_step
         cdef int i
         if b <= 0.0:
             x = -lin / (2.0 * quad)
@@ -92,8 +94,11 @@ cdef class CompiledLoss:
                 step = 2.0 * step
                 right = left + step
         x = x_start
-        if not (x > left and x < right):
+        if not (x > left and x < right) or x < 1e-3 * (right - left):
+            # A start far below the bracket scale would make Newton creep
+            # (for h' ~ -1/x each step only doubles x): start in the middle.
             x = 0.5 * (left + right)
+        previous_step = right - left
         for i in range(NEWTON_MAX_ITER):
             g = b * self._gradient(y, mean_rest + b * x) + 2.0 * quad * x + lin
             if g > 0.0:
@@ -104,12 +109,20 @@ cdef class CompiledLoss:
                 break
             hess = b * b * self._hessian(y, mean_rest + b * x) + 2.0 * quad
             x_new = x - g / hess
-            if not (x_new > left and x_new < right):
+            if not (x_new > left and x_new < right) or fabs(2.0 * g) > fabs(previous_step * hess):
+                # Outside the bracket, or not at least halving the previous
+                # step: bisect (the usual safeguard of Newton-bisection).
                 x_new = 0.5 * (left + right)
-            width = fabs(x_new - x)
+            previous_step = fabs(x_new - x)
             x = x_new
-            if width <= NEWTON_RTOL * fabs(x) or right - left <= NEWTON_RTOL * fabs(x):
+            if previous_step <= NEWTON_RTOL * fabs(x) or right - left <= NEWTON_RTOL * fabs(x):
                 break
+        if isfinite(self.mean_upper):
+            # Keep the mean a margin inside its domain, so that sums of the
+            # same terms in another order cannot round onto the open end.
+            cap = self.mean_upper - DOMAIN_MARGIN * fmax(fabs(self.mean_upper), 1.0)
+            if mean_rest + b * x > cap:
+                x = (cap - mean_rest) / b
         return x if x > 0.0 else 0.0
 
     # ---- vectorised Python interface (used by the dictionary step and tests)

@@ -106,7 +106,13 @@ cdef class BernoulliLoss(CompiledLoss):
         return value
 
     cdef double _gradient(self, double y, double mean) noexcept nogil:
-        return (1.0 - y) / (1.0 - mean) - y / mean
+        cdef double value = -y / mean
+        if y < 1.0:  # the (1 - y) term vanishes at y = 1, even at mean = 1
+            value += (1.0 - y) / (1.0 - mean)
+        return value
 
     cdef double _hessian(self, double y, double mean) noexcept nogil:
-        return y / (mean * mean) + (1.0 - y) / ((1.0 - mean) * (1.0 - mean))
+        cdef double value = y / (mean * mean)
+        if y < 1.0:
+            value += (1.0 - y) / ((1.0 - mean) * (1.0 - mean))
+        return value

@@ -10,6 +10,7 @@ import numpy as np
 NEWTON_RTOL = 1e-10
 NEWTON_MAX_ITER = 100
 BRACKET_MAX_DOUBLINGS = 1100
+DOMAIN_MARGIN = 1e-10  # relative distance kept from a finite upper end of the mean domain
 
 
 class PythonLoss:
@@ -52,8 +53,10 @@ def newton_coordinate(loss, y, b, mean_rest, quad, lin, x_start=0.0):
     bracket [left, right] around the minimiser, Newton steps, bisection when
     a step leaves the bracket; the result is clamped at zero (Proposition 1).
     """
+    shape = np.broadcast(y, b, mean_rest, quad, lin, x_start).shape
     y, b, mean_rest, quad, lin, x_start = (
-        np.array(a, dtype=np.float64) for a in np.broadcast_arrays(y, b, mean_rest, quad, lin, x_start))
+        np.array(a, dtype=np.float64).ravel()
+        for a in np.broadcast_arrays(y, b, mean_rest, quad, lin, x_start))
     lower, upper = loss.mean_domain
     x = np.zeros_like(y)
     flat = b <= 0.0
@@ -92,9 +95,12 @@ def newton_coordinate(loss, y, b, mean_rest, quad, lin, x_start=0.0):
 
     idx = np.flatnonzero(active)
     xi = x_start[idx].copy()
-    outside = ~((xi > left[idx]) & (xi < right[idx]))
-    xi[outside] = 0.5 * (left[idx][outside] + right[idx][outside])
     lo, hi = left[idx], right[idx]
+    # Start in the middle when the start is outside or far below the bracket
+    # scale (Newton would creep for h' ~ -1/x), as the compiled solver does.
+    outside = ~((xi > lo) & (xi < hi)) | (xi < 1e-3 * (hi - lo))
+    xi[outside] = 0.5 * (lo[outside] + hi[outside])
+    previous_step = hi - lo
     for _ in range(NEWTON_MAX_ITER):
         if idx.size == 0:
             break
@@ -104,13 +110,18 @@ def newton_coordinate(loss, y, b, mean_rest, quad, lin, x_start=0.0):
         hess = b[idx] ** 2 * loss.hessian(y[idx], mean_rest[idx] + b[idx] * xi) + 2.0 * quad[idx]
         with np.errstate(divide="ignore", invalid="ignore"):
             x_new = xi - g / hess
-        bad = ~((x_new > lo) & (x_new < hi))
+        bad = ~((x_new > lo) & (x_new < hi)) | (np.abs(2.0 * g) > np.abs(previous_step * hess))
         x_new[bad] = 0.5 * (lo[bad] + hi[bad])
         x_new[g == 0.0] = xi[g == 0.0]
-        done = (np.abs(x_new - xi) <= NEWTON_RTOL * np.abs(x_new)) | (
+        previous_step = np.abs(x_new - xi)
+        done = (previous_step <= NEWTON_RTOL * np.abs(x_new)) | (
             hi - lo <= NEWTON_RTOL * np.abs(x_new)) | (g == 0.0)
         x[idx[done]] = x_new[done]
         keep = ~done
-        idx, xi, lo, hi = idx[keep], x_new[keep], lo[keep], hi[keep]
+        idx, xi, lo, hi, previous_step = idx[keep], x_new[keep], lo[keep], hi[keep], previous_step[keep]
     x[idx] = xi
-    return np.maximum(x, 0.0)
+    if np.isfinite(upper):
+        cap = upper - DOMAIN_MARGIN * max(abs(upper), 1.0)
+        over = mean_rest + b * x > cap
+        x[over] = (cap - mean_rest[over]) / b[over]
+    return np.maximum(x, 0.0).reshape(shape)

@@ -93,8 +93,9 @@ class STC(TransformerMixin, BaseEstimator):
     inner_tol : float, default=1e-4
         Stop coding a document when the relative decrease of its objective
         falls under ``inner_tol``.
-    dictionary_max_iter : int, default=10
-        Maximum dictionary steps per outer iteration.
+    dictionary_max_iter : int, default=3
+        Maximum dictionary steps per outer iteration (on 20 Newsgroups, K = 50,
+        3 fits faster than 10 and reaches a slightly lower objective).
     n_jobs : int or None, default=None
         Threads for the kernels (None: 1, -1: all). Results do not depend on it.
     random_state : int, RandomState or None, default=None
@@ -114,7 +115,7 @@ class STC(TransformerMixin, BaseEstimator):
 
     def __init__(self, n_topics=20, *, lambda_=0.1, gamma=None, rho=0.01, loss="poisson",
                  theta_penalty="l2", code_penalty="l1", max_iter=100, tol=1e-4,
-                 inner_max_iter=50, inner_tol=1e-4, dictionary_max_iter=10, n_jobs=None,
+                 inner_max_iter=50, inner_tol=1e-4, dictionary_max_iter=3, n_jobs=None,
                  random_state=None, verbose=0):
         self.n_topics = n_topics
         self.lambda_ = lambda_

@@ -33,7 +33,7 @@ left unchanged, so coding may use it again later.
 """
 import numpy as np
 
-from stc._core._simplex import project_rows_onto_simplex
+from stc._core._simplex import project_rows_onto_simplex, simplex_multipliers
 from stc._core._sparse_ops import word_code_sums, word_means
 from stc.losses import PoissonLoss
 
@@ -59,51 +59,27 @@ def dictionary_loss(loss, layout, codes, beta, n_jobs=None):
     return float(np.sum(loss.loss(layout.data, means))), means
 
 
-def simplex_multiplier(a, c, max_iter=100):
+def simplex_multiplier(a, c, max_iter=100, n_jobs=None):
     """nu_k such that sum_n a[n, k] / (c[n, k] + nu_k) = 1, for every column k.
 
-    Each function is convex and decreasing on nu > -min{c : a > 0}. Solved
-    for the shifted unknown u = nu + min c > 0, with denominators
-    (c - min c) + u computed without cancellation; the root lies in
-    (0, sum a]; safeguarded Newton with a tolerance relative to u.
+    Each function is convex and decreasing on nu > -min{c : a > 0}; the
+    compiled `simplex_multipliers` solves it per topic, in parallel.
     """
-    positive = a > 0
-    c_min = np.where(positive, c, np.inf).min(axis=0)
-    offset = np.where(positive, c - c_min, 0.0)
-    low = np.zeros(a.shape[1])
-    high = a.sum(axis=0)
-    u = 0.5 * high
-    for _ in range(max_iter):
-        denom = offset + u
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(positive, a / denom, 0.0)
-            f = ratio.sum(axis=0) - 1.0
-            df = -np.where(positive, ratio / denom, 0.0).sum(axis=0)
-        high = np.where(f < 0, u, high)
-        low = np.where(f > 0, u, low)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = u - f / df
-        bad = ~((step > low) & (step <= high))
-        step[bad] = 0.5 * (low[bad] + high[bad])
-        step[f == 0] = u[f == 0]
-        done = np.abs(step - u) <= 1e-14 * u
-        u = step
-        if np.all(done):
-            break
-    return u - c_min
+    return simplex_multipliers(np.ascontiguousarray(a.T), np.ascontiguousarray(c.T),
+                               max_iter, n_jobs)
 
 
 def _mm_step(layout, codes, beta, means, code_sums, n_jobs):
     """One majorisation-minimisation update of the Poisson dictionary problem."""
     ratio = np.divide(layout.data, means, out=np.zeros_like(means), where=means > 0)
-    a = beta.T * word_code_sums(layout.col_ptr, layout.col_entries, codes, ratio, n_jobs)
-    alive = a.sum(axis=0) > 0
+    a = beta * word_code_sums(layout.col_ptr, layout.col_entries, codes, ratio, n_jobs).T
+    nu = simplex_multipliers(a, code_sums, 100, n_jobs)
+    alive = np.isfinite(nu)  # a collapsed topic (all codes zero) is left unchanged
     new_beta = beta.copy()
     if np.any(alive):
-        nu = simplex_multiplier(a[:, alive], code_sums[:, alive])
         with np.errstate(divide="ignore", invalid="ignore"):
-            rows = np.where(a[:, alive] > 0, a[:, alive] / (code_sums[:, alive] + nu), 0.0)
-        new_beta[alive] = (rows / rows.sum(axis=0)).T  # remove the last rounding error
+            rows = np.where(a[alive] > 0, a[alive] / (code_sums[alive] + nu[alive, None]), 0.0)
+        new_beta[alive] = rows / rows.sum(axis=1, keepdims=True)  # last rounding error
     return new_beta
 
 
@@ -124,8 +100,8 @@ def update_dictionary(loss, layout, codes, beta, method="auto", max_iter=10, tol
                          "the current codes and topics: some mean lies outside the loss's "
                          f"domain {loss.mean_domain}")
     if method == "mm":
-        code_sums = word_code_sums(layout.col_ptr, layout.col_entries, codes,
-                                   np.empty(0), n_jobs)
+        code_sums = np.ascontiguousarray(word_code_sums(
+            layout.col_ptr, layout.col_entries, codes, np.empty(0), n_jobs).T)
     step_size = None
     n_steps = 0
     for n_steps in range(1, max_iter + 1):

@@ -6,6 +6,7 @@ mean estimates the threshold tau, a cleanup pass removes the entries that fall
 below it; expected linear time. Rows are projected in parallel.
 """
 from cython.parallel cimport parallel, prange
+from libc.math cimport INFINITY, NAN, fabs
 from libc.stdlib cimport free, malloc
 
 import numpy as np
@@ -100,3 +101,66 @@ def project_onto_simplex(v, double radius=1.0):
     if v.ndim != 1:
         raise ValueError(f"v must be 1-D, got shape {v.shape}")
     return project_rows_onto_simplex(v[None, :], radius)[0]
+
+
+cdef double row_multiplier(const double* a, const double* c, Py_ssize_t n,
+                           int max_iter) noexcept nogil:
+    """nu with sum_i a_i / (c_i + nu) = 1 over the entries with a_i > 0.
+
+    Solved for u = nu + min c in (0, sum a], where the function is convex and
+    decreasing: safeguarded Newton (bisection when a step leaves the bracket),
+    denominators (c_i - min c) + u computed without cancellation.
+    """
+    cdef Py_ssize_t i
+    cdef double c_min = INFINITY, total = 0.0, low = 0.0, high, u, f, df, ratio, step
+    cdef int it
+    for i in range(n):
+        if a[i] > 0.0:
+            total += a[i]
+            if c[i] < c_min:
+                c_min = c[i]
+    if total == 0.0:
+        return NAN
+    high = total
+    u = 0.5 * high
+    for it in range(max_iter):
+        f = -1.0
+        df = 0.0
+        for i in range(n):
+            if a[i] > 0.0:
+                ratio = a[i] / ((c[i] - c_min) + u)
+                f += ratio
+                df -= ratio / ((c[i] - c_min) + u)
+        if f == 0.0:
+            break
+        if f < 0.0:
+            high = u
+        else:
+            low = u
+        step = u - f / df
+        if not (step > low and step <= high):
+            step = 0.5 * (low + high)
+        if fabs(step - u) <= 1e-14 * u:
+            u = step
+            break
+        u = step
+    return u - c_min
+
+
+def simplex_multipliers(a_rows, c_rows, int max_iter=100, n_jobs=None):
+    """Row-wise `row_multiplier` for (n_rows, n) arrays, rows in parallel.
+
+    Rows whose ``a`` is all zero get NaN.
+    """
+    cdef const double[:, ::1] a = np.ascontiguousarray(a_rows, dtype=np.float64)
+    cdef const double[:, ::1] c = np.ascontiguousarray(c_rows, dtype=np.float64)
+    if a.shape[0] != c.shape[0] or a.shape[1] != c.shape[1]:
+        raise ValueError("a_rows and c_rows must have the same shape")
+    cdef Py_ssize_t n_rows = a.shape[0], n = a.shape[1], r
+    cdef int n_threads = resolve_n_jobs(n_jobs)
+    out = np.empty(n_rows, dtype=np.float64)
+    cdef double[::1] out_v = out
+    with nogil:
+        for r in prange(n_rows, schedule="static", num_threads=n_threads):
+            out_v[r] = row_multiplier(&a[r, 0], &c[r, 0], n, max_iter)
+    return out

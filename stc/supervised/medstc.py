@@ -147,7 +147,7 @@ class MedSTC(ClassifierMixin, STC):
     def __init__(self, n_topics=20, *, C=1.0, delta=3600.0, svm_tol=1e-3, svm_max_iter=1000,
                  lambda_=0.1, gamma=None, rho=0.01, loss="poisson", theta_penalty="l2",
                  code_penalty="l1", max_iter=30, tol=1e-4, inner_max_iter=50, inner_tol=1e-4,
-                 dictionary_max_iter=10, n_jobs=None, random_state=None, verbose=0):
+                 dictionary_max_iter=3, n_jobs=None, random_state=None, verbose=0):
         super().__init__(n_topics=n_topics, lambda_=lambda_, gamma=gamma, rho=rho, loss=loss,
                          theta_penalty=theta_penalty, code_penalty=code_penalty,
                          max_iter=max_iter, tol=tol, inner_max_iter=inner_max_iter,

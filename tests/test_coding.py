@@ -18,6 +18,8 @@ from stc._core.numpy_coding import theta_closed_form
 from stc.coding import initial_codes, sparse_code
 from stc.losses import BernoulliLoss, GaussianLoss, PoissonLoss, PythonLoss
 
+from numpy_losses import NumpyPoisson
+
 L1, L2 = 0, 1
 PENALTY_CODES = {"l1": L1, "l2": L2}
 
@@ -101,27 +103,6 @@ def objective_gradients(loss, X, beta, codes, theta, lam, gamma, rho, theta_pena
     scale_theta = np.abs(lam if theta_penalty == "l1" else 2 * lam * theta) + 2 * gamma * (
         np.abs(coupling)) + (0.0 if linear is None else np.abs(linear)) + 1.0
     return d_codes, d_theta, scale_codes, scale_theta
-
-
-class NumpyPoisson(PythonLoss):
-    """The Poisson deviance written with numpy: runs the numpy coding sweep."""
-
-    name = "numpy-poisson"
-    mean_domain = (0.0, np.inf)
-
-    def loss(self, y, mean):
-        y, mean = np.broadcast_arrays(np.asarray(y, float), np.asarray(mean, float))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            value = mean - y + np.where(y > 0, y * np.log(np.where(y > 0, y, 1.0) / mean), 0.0)
-        return np.where(mean > 0, value, np.inf)
-
-    def gradient(self, y, mean):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return 1.0 - np.asarray(y, float) / np.asarray(mean, float)
-
-    def hessian(self, y, mean):
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return np.asarray(y, float) / np.asarray(mean, float) ** 2
 
 
 class NumpyGaussian(PythonLoss):

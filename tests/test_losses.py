@@ -31,6 +31,8 @@ from stc.losses import (
 )
 from stc.losses._python import newton_coordinate as numpy_newton
 
+from numpy_losses import NumpyPoisson
+
 LOSSES = {"poisson": PoissonLoss(), "gaussian": GaussianLoss(), "bernoulli": BernoulliLoss()}
 
 
@@ -458,27 +460,6 @@ def test_loss_is_infinite_outside_the_mean_domain():
 # ---------------------------------------------------------------------------
 # check_loss, register, get_loss
 # ---------------------------------------------------------------------------
-class NumpyPoisson(PythonLoss):
-    """Poisson deviance written with numpy (a valid user loss)."""
-
-    name = "numpy-poisson"
-    mean_domain = (0.0, np.inf)
-
-    def loss(self, y, mean):
-        y, mean = np.broadcast_arrays(np.asarray(y, float), np.asarray(mean, float))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            value = mean - y + np.where(y > 0, y * np.log(np.where(y > 0, y, 1.0) / mean), 0.0)
-        return np.where(mean > 0, value, np.inf)
-
-    def gradient(self, y, mean):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return 1.0 - np.asarray(y, float) / np.asarray(mean, float)
-
-    def hessian(self, y, mean):
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return np.asarray(y, float) / np.asarray(mean, float) ** 2
-
-
 class MissingHessian(PythonLoss):
     def loss(self, y, mean):
         return 0.5 * (np.asarray(mean) - y) ** 2

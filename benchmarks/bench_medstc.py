@@ -1,0 +1,536 @@
+"""Classification on 20 Newsgroups: MedSTC vs. STC + SVM vs. LDA + SVM (paper Fig. 5/6).
+
+Usage::
+
+    python benchmarks/bench_medstc.py [--quick | --topics K ...] [--cv]
+        [--C 1000] [--delta 3600] [--lambda 0.1] [--rho 0.01] [--max-iter 20]
+        [--threads 2] [--data-home DIR] [--output benchmarks/results_medstc.md]
+        [--append] [--skip-stc] [--skip-lda] [--skip-medstc]
+
+For every number of topics K (default 20, 30, ..., 110; ``--quick``: 20, 50,
+100), on the full corpus (stop words removed, 11,269 train / 7,505 test
+documents), it runs in the same process:
+
+1. MedSTC (``stc.supervised.MedSTC``) fitted on the training documents and
+   their labels; the test documents are coded without labels and classified
+   by argmax_y eta_y . theta. Reported: test accuracy, fit time, predict time,
+   final training accuracy (``train_accuracy_[-1]``), outer iterations
+   ``n_iter_`` and whether ``objective_`` ever increased.
+2. STC + linear SVM: ``STC`` learned without labels on train and test stacked
+   (as the paper does for its unsupervised baselines), then
+   ``sklearn.svm.LinearSVC`` on the training codes, its C chosen by 3-fold
+   stratified cross-validation on the training codes only.
+3. LDA + linear SVM: ``LatentDirichletAllocation(n_components=K,
+   learning_method="batch", random_state=0)`` on train and test stacked, then
+   LinearSVC on the training document-topic proportions (C by 3-fold CV on
+   the training features).
+
+``--cv`` first cross-validates MedSTC's C (and optionally lambda_ and rho) on
+the TRAINING documents only at K=``--cv-topics`` (default 50), with a
+stratified ``--cv-folds``-fold split (default 2), prints the table and the
+chosen values, and uses them for the main runs (if any K are requested in the
+same call). Without ``--topics``/``--quick`` it only runs the CV.
+
+Everything is printed (flush=True) and the markdown tables, with machine
+information, are written to ``--output`` after every finished step, so an
+interrupted run keeps what it finished.
+"""
+import argparse
+import datetime
+import hashlib
+import itertools
+import os
+import platform
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+import scipy
+import scipy.sparse as sp
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_DATA_HOME = "/work/shared/data/20news"
+DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_medstc.md")
+SVM_C_GRID = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0)
+
+
+def log(message):
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def uptime_line():
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        try:
+            return "load average: %.2f %.2f %.2f" % os.getloadavg()
+        except OSError:
+            return "n/a"
+
+
+def load1():
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def source_fingerprint(package_dir):
+    """Short sha256 of the package's .py/.pyx/.pxd sources and their newest mtime."""
+    digest = hashlib.sha256()
+    newest = 0.0
+    for root, dirs, files in os.walk(package_dir):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith((".py", ".pyx", ".pxd")):
+                path = os.path.join(root, name)
+                digest.update(os.path.relpath(path, package_dir).encode())
+                with open(path, "rb") as handle:
+                    digest.update(handle.read())
+                newest = max(newest, os.path.getmtime(path))
+    stamp = datetime.datetime.fromtimestamp(newest).astimezone().isoformat(timespec="seconds")
+    return digest.hexdigest()[:12], stamp
+
+
+def machine_info(threads):
+    import sklearn
+    import threadpoolctl
+
+    import stc
+
+    package_dir = os.path.dirname(os.path.abspath(stc.__file__))
+    fingerprint, newest = source_fingerprint(package_dir)
+    pools = ", ".join(f"{p['internal_api']}={p['num_threads']}"
+                      for p in threadpoolctl.threadpool_info()) or "none"
+    return [
+        f"- date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
+        f"- platform: {platform.platform()}",
+        f"- CPU: {cpu_model()}",
+        f"- os.cpu_count(): {os.cpu_count()}",
+        f"- threads used (MedSTC/STC n_jobs, LDA n_jobs, CV n_jobs): {threads}",
+        f"- native thread pools (threadpoolctl): {pools}",
+        f"- stc.openmp_enabled(): {stc.openmp_enabled()}",
+        f"- python {platform.python_version()}, numpy {np.__version__}, "
+        f"scipy {scipy.__version__}, scikit-learn {sklearn.__version__}, stc {stc.__version__}",
+        f"- stc imported from {package_dir}; sources sha256 {fingerprint}, newest source "
+        f"file {newest}",
+    ]
+
+
+class WarningLog:
+    """Collects the warnings raised inside a ``with`` block (and prints them)."""
+
+    def __init__(self, label):
+        self.label = label
+        self.messages = []
+
+    def __enter__(self):
+        self._ctx = warnings.catch_warnings(record=True)
+        self._records = self._ctx.__enter__()
+        warnings.simplefilter("always")
+        return self
+
+    def __exit__(self, *exc):
+        self._ctx.__exit__(*exc)
+        for rec in self._records:
+            self.messages.append(f"{rec.category.__name__}: {rec.message}")
+        for text, count in self.summary():
+            log(f"WARNING ({self.label}) x{count}: {text}")
+        return False
+
+    def summary(self):
+        counts = {}
+        for msg in self.messages:
+            key = msg if len(msg) < 160 else msg[:157] + "..."
+            counts[key] = counts.get(key, 0) + 1
+        return sorted(counts.items(), key=lambda kv: -kv[1])
+
+
+# ---------------------------------------------------------------------------
+# Models
+# ---------------------------------------------------------------------------
+
+def medstc_params(args, K, **over):
+    params = dict(n_topics=K, C=args.C, delta=args.delta, lambda_=args.lambda_, rho=args.rho,
+                  max_iter=args.max_iter, tol=args.tol, n_jobs=args.threads, random_state=0,
+                  verbose=args.verbose)
+    params.update(over)
+    return params
+
+
+def objective_increases(objective):
+    """(number of increases, largest relative increase) of a per-iteration objective."""
+    obj = np.asarray(objective, dtype=float)
+    if obj.size < 2:
+        return 0, 0.0
+    diff = np.diff(obj)
+    up = diff > 0
+    rel = float(np.max(diff[up] / np.abs(obj[1:][up]))) if np.any(up) else 0.0
+    return int(np.count_nonzero(up)), rel
+
+
+def fit_medstc(params, Xtr, ytr, Xte, yte, label):
+    from stc.supervised import MedSTC
+
+    model = MedSTC(**params)
+    log(f"{label}: MedSTC fit {Xtr.shape[0]} docs, C={params['C']:g}, "
+        f"delta={params['delta']:g}, lambda_={params['lambda_']:g}, rho={params['rho']:g}, "
+        f"max_iter={params['max_iter']} (load {load1():.2f})")
+    with WarningLog(label + " MedSTC fit") as wfit:
+        start = time.perf_counter()
+        model.fit(Xtr, ytr)
+        fit_time = time.perf_counter() - start
+    with WarningLog(label + " MedSTC predict") as wpred:
+        start = time.perf_counter()
+        pred = model.predict(Xte)
+        predict_time = time.perf_counter() - start
+    acc = float(np.mean(pred == yte))
+    n_up, rel_up = objective_increases(model.objective_)
+    res = dict(acc=acc, fit_time=fit_time, predict_time=predict_time,
+               train_acc=float(model.train_accuracy_[-1]), n_iter=int(model.n_iter_),
+               max_iter=int(model.max_iter), n_up=n_up, rel_up=rel_up,
+               objective=np.asarray(model.objective_, dtype=float),
+               hinge=float(model.hinge_[-1]),
+               warnings=wfit.summary() + wpred.summary())
+    log(f"{label}: MedSTC acc {acc:.4f}, fit {fit_time:.1f}s, predict {predict_time:.1f}s, "
+        f"n_iter {res['n_iter']}, train acc {res['train_acc']:.3f}, objective increases "
+        f"{n_up} (max rel {rel_up:.2e}), objective {np.array2string(res['objective'], precision=6)}")
+    return res
+
+
+def linear_svm(Ftr, ytr, Fte, yte, threads, label):
+    """LinearSVC with C from 3-fold stratified CV on the training features."""
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold
+    from sklearn.svm import LinearSVC
+
+    with WarningLog(label + " LinearSVC") as wlog:
+        start = time.perf_counter()
+        search = GridSearchCV(LinearSVC(dual=False, max_iter=5000),
+                              {"C": list(SVM_C_GRID)},
+                              cv=StratifiedKFold(3, shuffle=True, random_state=0),
+                              n_jobs=threads, refit=True)
+        search.fit(Ftr, ytr)
+        svm_time = time.perf_counter() - start
+        start = time.perf_counter()
+        acc = float(search.score(Fte, yte))
+        predict_time = time.perf_counter() - start
+    cv_scores = search.cv_results_["mean_test_score"]
+    log(f"{label}: LinearSVC C={search.best_params_['C']:g} (CV "
+        + ", ".join(f"{c:g}:{s:.3f}" for c, s in zip(SVM_C_GRID, cv_scores))
+        + f"), test acc {acc:.4f}, CV+refit {svm_time:.1f}s")
+    return dict(acc=acc, svm_C=float(search.best_params_["C"]),
+                cv_score=float(search.best_score_), svm_time=svm_time,
+                svm_predict_time=predict_time, warnings=wlog.summary())
+
+
+def run_stc_svm(K, Xall, ntr, ytr, yte, threads):
+    from stc import STC
+
+    model = STC(n_topics=K, random_state=0, n_jobs=threads)
+    log(f"K={K}: STC fit_transform on train+test ({Xall.shape[0]} docs, load {load1():.2f})")
+    with WarningLog(f"K={K} STC") as wlog:
+        start = time.perf_counter()
+        theta = model.fit_transform(Xall)
+        fit_time = time.perf_counter() - start
+    n_up, rel_up = objective_increases(model.objective_)
+    log(f"K={K}: STC {fit_time:.1f}s, n_iter {model.n_iter_}, objective increases {n_up}")
+    res = dict(fit_time=fit_time, n_iter=int(model.n_iter_), max_iter=int(model.max_iter),
+               n_up=n_up, rel_up=rel_up, doc_sparsity=float(np.mean(theta == 0)))
+    res.update(linear_svm(theta[:ntr], ytr, theta[ntr:], yte, threads, f"K={K} STC"))
+    res["warnings"] = wlog.summary() + res["warnings"]
+    return res
+
+
+def run_lda_svm(K, Xall, ntr, ytr, yte, threads):
+    from sklearn.decomposition import LatentDirichletAllocation
+
+    lda = LatentDirichletAllocation(n_components=K, learning_method="batch", random_state=0,
+                                    n_jobs=threads)
+    log(f"K={K}: LDA fit_transform on train+test ({Xall.shape[0]} docs, load {load1():.2f})")
+    with WarningLog(f"K={K} LDA") as wlog:
+        start = time.perf_counter()
+        props = lda.fit_transform(Xall)
+        fit_time = time.perf_counter() - start
+    log(f"K={K}: LDA {fit_time:.1f}s, {lda.n_iter_} iterations")
+    res = dict(fit_time=fit_time, n_iter=int(lda.n_iter_), max_iter=int(lda.max_iter))
+    res.update(linear_svm(props[:ntr], ytr, props[ntr:], yte, threads, f"K={K} LDA"))
+    res["warnings"] = wlog.summary() + res["warnings"]
+    return res
+
+
+def run_cv(args, Xtr, ytr):
+    """Stratified k-fold CV of MedSTC's (C, lambda_, rho) on the training documents."""
+    from sklearn.model_selection import StratifiedKFold
+
+    K = args.cv_topics
+    folds = list(StratifiedKFold(args.cv_folds, shuffle=True, random_state=0).split(
+        np.zeros(Xtr.shape[0]), ytr))
+    rows = []
+    grid = list(itertools.product(args.cv_lambdas, args.cv_rhos, args.cv_C))
+    log(f"CV: K={K}, {args.cv_folds} folds, {len(grid)} settings, max_iter={args.cv_max_iter}")
+    for lam, rho, C in grid:
+        fold_res = []
+        for f, (tr, va) in enumerate(folds):
+            params = medstc_params(args, K, C=C, lambda_=lam, rho=rho,
+                                   max_iter=args.cv_max_iter)
+            fold_res.append(fit_medstc(params, Xtr[tr], ytr[tr], Xtr[va], ytr[va],
+                                       f"CV C={C:g} lambda={lam:g} rho={rho:g} fold {f + 1}"))
+        accs = [r["acc"] for r in fold_res]
+        rows.append(dict(C=C, lambda_=lam, rho=rho, delta=args.delta, accs=accs,
+                         mean=float(np.mean(accs)), std=float(np.std(accs)),
+                         fit_time=float(np.mean([r["fit_time"] for r in fold_res])),
+                         train_acc=float(np.mean([r["train_acc"] for r in fold_res])),
+                         n_iter=[r["n_iter"] for r in fold_res],
+                         n_up=sum(r["n_up"] for r in fold_res),
+                         rel_up=max(r["rel_up"] for r in fold_res),
+                         warnings=[w for r in fold_res for w in r["warnings"]]))
+        log(f"CV C={C:g} lambda={lam:g} rho={rho:g}: mean acc {rows[-1]['mean']:.4f} "
+            f"(folds {', '.join(f'{a:.4f}' for a in accs)})")
+        yield rows, None
+    best = max(rows, key=lambda r: r["mean"])
+    log(f"CV chosen: C={best['C']:g}, lambda_={best['lambda_']:g}, rho={best['rho']:g} "
+        f"(mean acc {best['mean']:.4f})")
+    yield rows, best
+
+
+# ---------------------------------------------------------------------------
+# Report
+# ---------------------------------------------------------------------------
+
+def warning_lines(prefix, summary):
+    return [f"- {prefix}: {text} (x{count})" for text, count in summary]
+
+
+def render_cv(args, rows, best, train_docs):
+    K = args.cv_topics
+    lines = [f"## MedSTC cross-validation on the training set (K={K})", "",
+             f"{args.cv_folds}-fold stratified split of the {train_docs} training documents "
+             f"(`StratifiedKFold(shuffle=True, random_state=0)`); each setting fitted on "
+             f"{args.cv_folds - 1}/{args.cv_folds} of them and scored on the held-out part "
+             f"(coded without labels). delta={args.delta:g}, max_iter={args.cv_max_iter}, "
+             f"tol={args.tol:g}, random_state=0.", "",
+             "| C | lambda_ | rho | equiv. LinearSVC C' = C/(delta*D) | mean val. acc | std "
+             "| fold accs | mean train acc | n_iter_ per fold | mean fit (s) "
+             "| objective increases |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    n_fit = train_docs * (args.cv_folds - 1) // args.cv_folds
+    for r in rows:
+        mark = " **(chosen)**" if best is not None and r is best else ""
+        lines.append(
+            f"| {r['C']:g}{mark} | {r['lambda_']:g} | {r['rho']:g} | "
+            f"{r['C'] / (r['delta'] * n_fit):.3g} | {r['mean']:.4f} | {r['std']:.4f} | "
+            f"{', '.join(f'{a:.4f}' for a in r['accs'])} | {r['train_acc']:.3f} | "
+            f"{', '.join(map(str, r['n_iter']))} | {r['fit_time']:.1f} | "
+            f"{r['n_up']}" + (f" (max rel {r['rel_up']:.1e})" if r['n_up'] else "") + " |")
+    lines.append("")
+    if best is not None:
+        lines += [f"Chosen: C={best['C']:g}, delta={best['delta']:g}, "
+                  f"lambda_={best['lambda_']:g}, rho={best['rho']:g} "
+                  f"(mean validation accuracy {best['mean']:.4f}).", ""]
+    else:
+        lines += ["(CV incomplete.)", ""]
+    warns = []
+    for r in rows:
+        summary = {}
+        for text, count in r["warnings"]:
+            summary[text] = summary.get(text, 0) + count
+        warns += warning_lines(f"C={r['C']:g} lambda_={r['lambda_']:g} rho={r['rho']:g}",
+                               sorted(summary.items(), key=lambda kv: -kv[1]))
+    if warns:
+        lines += ["Warnings during CV:", ""] + warns + [""]
+    return lines
+
+
+def render_main(args, rows):
+    lines = ["## Test accuracy vs. number of topics (paper Fig. 5/6)", "",
+             f"MedSTC: `MedSTC(n_topics=K, C={args.C:g}, delta={args.delta:g}, "
+             f"lambda_={args.lambda_:g}, rho={args.rho:g}, max_iter={args.max_iter}, "
+             f"tol={args.tol:g}, n_jobs={args.threads}, random_state=0)` on the training split; "
+             "test documents coded without labels. STC+SVM: `STC(n_topics=K, random_state=0)` "
+             "(defaults otherwise) on train+test; LDA+SVM: `LatentDirichletAllocation(n_components=K, "
+             "learning_method='batch', random_state=0)` (max_iter=10 default) on train+test; both "
+             "followed by `LinearSVC(dual=False)` with C from 3-fold CV on the training features "
+             f"over {{{', '.join(f'{c:g}' for c in SVM_C_GRID)}}}.", "",
+             "| K | MedSTC acc | STC+SVM acc | LDA+SVM acc |",
+             "|---|---|---|---|"]
+    for r in rows:
+        cells = [str(r["K"])]
+        for key in ("med", "stc", "lda"):
+            cells.append(f"{r[key]['acc']:.4f}" if r.get(key) else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+
+    if any(r.get("med") for r in rows):
+        lines += ["MedSTC details:", "",
+                  "| K | test acc | fit (s) | predict test (s) | final train acc | n_iter_ "
+                  "| final hinge R_h | objective_ ever increased | 1-min load at start |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for r in rows:
+            m = r.get("med")
+            if not m:
+                continue
+            n_iter = f"{m['n_iter']}" + (" (hit max_iter)" if m["n_iter"] >= m["max_iter"] else "")
+            up = "no" if m["n_up"] == 0 else f"YES, {m['n_up']}x (max rel {m['rel_up']:.1e})"
+            lines.append(f"| {r['K']} | {m['acc']:.4f} | {m['fit_time']:.1f} | "
+                         f"{m['predict_time']:.2f} | {m['train_acc']:.3f} | {n_iter} | "
+                         f"{m['hinge']:.4g} | {up} | {r['load']:.2f} |")
+        lines.append("")
+
+    for key, name in (("stc", "STC"), ("lda", "LDA")):
+        if not any(r.get(key) for r in rows):
+            continue
+        extra = "n_iter_ | objective_ ever increased | doc-code sparsity" if key == "stc" \
+            else "EM iterations"
+        lines += [f"{name} + LinearSVC details:", "",
+                  f"| K | test acc | {name} fit+code train+test (s) | {extra} | LinearSVC C "
+                  "| CV acc | SVM CV+refit (s) | SVM predict (s) | total (s) |",
+                  "|---|---|---|---|" + ("---|---|" if key == "stc" else "")
+                  + "---|---|---|---|"]
+        for r in rows:
+            m = r.get(key)
+            if not m:
+                continue
+            if key == "stc":
+                up = "no" if m["n_up"] == 0 else f"YES, {m['n_up']}x (max rel {m['rel_up']:.1e})"
+                mid = f"{m['n_iter']}/{m['max_iter']} | {up} | {m['doc_sparsity']:.3f}"
+            else:
+                mid = f"{m['n_iter']}/{m['max_iter']}"
+            lines.append(f"| {r['K']} | {m['acc']:.4f} | {m['fit_time']:.1f} | {mid} | "
+                         f"{m['svm_C']:g} | {m['cv_score']:.4f} | {m['svm_time']:.1f} | "
+                         f"{m['svm_predict_time']:.3f} | "
+                         f"{m['fit_time'] + m['svm_time'] + m['svm_predict_time']:.1f} |")
+        lines.append("")
+
+    notes = []
+    for r in rows:
+        if r.get("med"):
+            notes.append(f"- K={r['K']}: MedSTC objective_ = "
+                         + ", ".join(f"{v:.6e}" for v in r["med"]["objective"]))
+    warns = []
+    for r in rows:
+        for key, name in (("med", "MedSTC"), ("stc", "STC+SVM"), ("lda", "LDA+SVM")):
+            if r.get(key):
+                warns += warning_lines(f"K={r['K']} {name}", r[key]["warnings"])
+    if notes:
+        lines += ["MedSTC objective (4) per outer iteration:", ""] + notes + [""]
+    lines += ["Warnings:", ""] + (warns or ["- none"]) + [""]
+    return lines
+
+
+def render(args, info, data_info, load_start, cv_state, rows, done):
+    lines = ["# MedSTC vs. STC+SVM vs. LDA+SVM on 20 Newsgroups", "",
+             "Command: `python benchmarks/bench_medstc.py " + " ".join(sys.argv[1:]) + "`", "",
+             "Machine:", ""] + info + [
+        f"- `uptime` at start: `{load_start}`",
+        f"- `uptime` {'at end' if done else 'at last update (run not finished)'}: "
+        f"`{uptime_line()}`", "", f"Data: {data_info}", ""]
+    if cv_state is not None:
+        lines += render_cv(args, *cv_state)
+    if rows:
+        lines += render_main(args, rows)
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-home", default=DEFAULT_DATA_HOME)
+    parser.add_argument("--topics", type=int, nargs="+", default=None,
+                        help="numbers of topics K (default: 20 30 ... 110)")
+    parser.add_argument("--quick", action="store_true", help="K in {20, 50, 100}")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--C", type=float, default=1000.0, help="MedSTC C (default 1000)")
+    parser.add_argument("--delta", type=float, default=3600.0, help="MedSTC delta (default 3600)")
+    parser.add_argument("--lambda", dest="lambda_", type=float, default=0.1,
+                        help="MedSTC lambda_ (default 0.1)")
+    parser.add_argument("--rho", type=float, default=0.01, help="MedSTC rho (default 0.01)")
+    parser.add_argument("--max-iter", type=int, default=20, help="MedSTC max_iter (default 20)")
+    parser.add_argument("--tol", type=float, default=1e-4, help="MedSTC tol (default 1e-4)")
+    parser.add_argument("--verbose", type=int, default=0, help="MedSTC verbose level")
+    parser.add_argument("--cv", action="store_true",
+                        help="cross-validate MedSTC's C (lambda_, rho) on the training set first")
+    parser.add_argument("--cv-topics", type=int, default=50)
+    parser.add_argument("--cv-folds", type=int, default=2)
+    parser.add_argument("--cv-C", type=float, nargs="+", default=[300.0, 1000.0, 3000.0, 10000.0])
+    parser.add_argument("--cv-lambdas", type=float, nargs="+", default=[0.1])
+    parser.add_argument("--cv-rhos", type=float, nargs="+", default=[0.01])
+    parser.add_argument("--cv-max-iter", type=int, default=15)
+    parser.add_argument("--skip-medstc", action="store_true")
+    parser.add_argument("--skip-stc", action="store_true")
+    parser.add_argument("--skip-lda", action="store_true")
+    parser.add_argument("--output", default=DEFAULT_OUTPUT)
+    parser.add_argument("--append", action="store_true",
+                        help="append to --output instead of overwriting it")
+    args = parser.parse_args(argv)
+    if args.topics is None:
+        args.topics = [20, 50, 100] if args.quick else ([] if args.cv else list(range(20, 111, 10)))
+
+    from stc.datasets import load_20newsgroups_split
+
+    load_start = uptime_line()
+    info = machine_info(args.threads)
+    print("\n".join(info), flush=True)
+    log(f"uptime: {load_start}")
+    train, test = load_20newsgroups_split(args.data_home)
+    Xtr, Xte, ytr, yte = train.data, test.data, train.target, test.target
+    data_info = (f"train {Xtr.shape[0]} docs, test {Xte.shape[0]} docs, {Xtr.shape[1]} terms "
+                 f"(stop words removed), nnz train {Xtr.nnz}, nnz test {Xte.nnz}, "
+                 f"{np.unique(ytr).size} classes.")
+    log(data_info)
+
+    previous = ""
+    if args.append and os.path.exists(args.output):
+        with open(args.output, encoding="utf-8") as handle:
+            previous = handle.read()
+        if previous:
+            previous += "\n---\n\n"
+
+    cv_state, rows = None, []
+
+    def write(done=False):
+        text = render(args, info, data_info, load_start, cv_state, rows, done)
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(previous + text)
+        return text
+
+    if args.cv:
+        for cv_rows, best in run_cv(args, Xtr, ytr):
+            cv_state = (cv_rows, best, Xtr.shape[0])
+            write()
+        args.C, args.lambda_, args.rho = best["C"], best["lambda_"], best["rho"]
+
+    Xall = sp.vstack([Xtr, Xte], format="csr")
+    ntr = Xtr.shape[0]
+    for K in args.topics:
+        row = dict(K=K, load=load1())
+        rows.append(row)
+        if not args.skip_medstc:
+            row["med"] = fit_medstc(medstc_params(args, K), Xtr, ytr, Xte, yte, f"K={K}")
+            write()
+        if not args.skip_stc:
+            row["stc"] = run_stc_svm(K, Xall, ntr, ytr, yte, args.threads)
+            write()
+        if not args.skip_lda:
+            row["lda"] = run_lda_svm(K, Xall, ntr, ytr, yte, args.threads)
+            write()
+
+    text = write(done=True)
+    print(text, end="", flush=True)
+    log(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()

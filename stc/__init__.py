@@ -3,8 +3,9 @@ documents and words, learned by coordinate descent; MedSTC adds a max-margin
 classifier on the document codes."""
 from stc._core._openmp import openmp_enabled
 from stc._stc import STC
+from stc.supervised import MedSTC
 
-__all__ = ["STC", "openmp_enabled", "get_include"]
+__all__ = ["MedSTC", "STC", "openmp_enabled", "get_include"]
 __version__ = "0.1.0"
 
 

@@ -19,11 +19,11 @@ def initial_codes(X, n_topics, value=1.0):
     """Start every word code and document code at ``value`` (1 by default).
 
     All topics start equal (no topic is favoured by the sweep order) and at
-    the scale the penalties settle at: coordinate descent moves the common
-    level of s and theta only by about rho / (2 gamma) per sweep, so a start
-    far above it (e.g. codes that reconstruct every count exactly, which
-    with ~1e-4 topic weights means codes ~1e4) would take thousands of
-    sweeps to shed. Empty documents start (and stay) at zero.
+    the scale the penalties settle at. A start far above it (e.g. codes that
+    reconstruct every count exactly, which with ~1e-4 topic weights means
+    codes ~1e4) costs many sweeps: the paper's plain alternation sheds only
+    about rho / (2 gamma) of the common level of s and theta per sweep.
+    Empty documents start (and stay) at zero.
     """
     codes = np.full((X.nnz, n_topics), float(value))
     theta = np.full((X.shape[0], n_topics), float(value))

@@ -69,11 +69,12 @@ class _MaxMarginSupervisor:
         self.svm = CuttingPlaneSVM(C=model.C, cost=model.delta, tol=model.svm_tol,
                                    max_iter=model.svm_max_iter, warm_start=True)
         self.W = None
-        self.hinge, self.accuracy, self.reverted = [], [], []
+        self.n_docs = y_index.shape[0]
+        self.hinge, self.accuracy, self.reverted, self.shortened = [], [], [], []
         self.start = time.perf_counter()
 
     def _hinge_share(self, theta):
-        return (self.model.C / theta.shape[0]) * document_hinges(
+        return (self.model.C / self.n_docs) * document_hinges(
             self.W, theta, self.y_index, self.model.delta)
 
     def linear_term(self, theta):
@@ -81,24 +82,71 @@ class _MaxMarginSupervisor:
             return None  # first iteration: no classifier yet, plain STC coding
         return shift_for_labels(self.W, theta, self.y_index, self.model.C, self.model.delta)
 
-    def safeguard(self, X, beta, previous, codes, theta, doc_obj, doc_loss):
+    def safeguard(self, X, beta, previous, codes, theta, doc_obj, doc_loss, max_halvings=6):
+        """Keep, per document, a point that does not raise its share of objective (4).
+
+        Where the shifted-mean codes are worse than the old ones, step back
+        along the segment from the old codes to the new ones (halving the
+        step): the set of codes is convex and so is the document's part of
+        (4), and the new codes lower objective (2) plus the hinge piece of
+        the loss-augmented label, which is the active piece at the old codes,
+        so short steps usually decrease (4). Documents with no decreasing
+        step keep their old codes.
+        """
         old_codes, old_theta = previous
-        params = self.model._coding_params()
         doc_of_entry = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-        means = word_means(X.indices, old_codes, np.ascontiguousarray(beta.T))
-        old_obj, old_loss = document_objectives(
-            self.loss, X, doc_of_entry, means, old_codes, old_theta, None, params["lam"],
+        beta_t = np.ascontiguousarray(beta.T)
+        old_means = word_means(X.indices, old_codes, beta_t)
+        old_obj, old_loss = self._objectives(X, doc_of_entry, old_means, old_codes, old_theta)
+        old_total = old_obj + self._hinge_share(old_theta)
+        pending = doc_obj + self._hinge_share(theta) > old_total
+        n_worse = int(np.sum(pending))
+        if n_worse:
+            new_means = word_means(X.indices, codes, beta_t)
+        step = 1.0
+        for _ in range(max_halvings):
+            if not pending.any():
+                break
+            step *= 0.5
+            rows = np.flatnonzero(pending)
+            entries = pending[doc_of_entry]
+            trial_codes = old_codes[entries] + step * (codes[entries] - old_codes[entries])
+            trial_theta = old_theta[rows] + step * (theta[rows] - old_theta[rows])
+            trial_means = old_means[entries] + step * (new_means[entries] - old_means[entries])
+            sub = X[rows]
+            sub_doc = np.repeat(np.arange(rows.size), np.diff(sub.indptr))
+            trial_obj, trial_loss = self._objectives(sub, sub_doc, trial_means, trial_codes,
+                                                     trial_theta)
+            better = trial_obj + self._hinge_share_of(trial_theta, rows) <= old_total[rows]
+            accepted = rows[better]
+            if accepted.size:
+                accepted_entries = np.isin(doc_of_entry, accepted)
+                codes[accepted_entries] = trial_codes[better[sub_doc]]
+                theta[accepted] = trial_theta[better]
+                doc_obj[accepted] = trial_obj[better]
+                doc_loss[accepted] = trial_loss[better]
+                pending[accepted] = False
+        if pending.any():
+            entries = pending[doc_of_entry]
+            codes[entries] = old_codes[entries]
+            theta[pending] = old_theta[pending]
+            doc_obj = np.where(pending, old_obj, doc_obj)
+            doc_loss = np.where(pending, old_loss, doc_loss)
+        self.reverted.append(int(np.sum(pending)))
+        self.shortened.append(n_worse - self.reverted[-1])
+        return doc_obj, doc_loss
+
+    def _objectives(self, X, doc_of_entry, means, codes, theta):
+        params = self.model._coding_params()
+        return document_objectives(
+            self.loss, X, doc_of_entry, means, codes, theta, None, params["lam"],
             params["gamma"], params["rho"], PENALTIES[params["theta_penalty"]],
             PENALTIES[params["code_penalty"]])
-        worse = doc_obj + self._hinge_share(theta) > old_obj + self._hinge_share(old_theta)
-        if np.any(worse):
-            entries = worse[doc_of_entry]
-            codes[entries] = old_codes[entries]
-            theta[worse] = old_theta[worse]
-            doc_obj = np.where(worse, old_obj, doc_obj)
-            doc_loss = np.where(worse, old_loss, doc_loss)
-        self.reverted.append(int(np.sum(worse)))
-        return doc_obj, doc_loss
+
+    def _hinge_share_of(self, theta, rows):
+        """The hinge share of documents ``rows`` whose codes are ``theta``."""
+        return (self.model.C / self.n_docs) * document_hinges(
+            self.W, theta, self.y_index[rows], self.model.delta)
 
     def classifier_step(self, theta, iteration):
         model = self.model
@@ -111,8 +159,10 @@ class _MaxMarginSupervisor:
         self.accuracy.append(float(np.mean(np.argmax(theta @ self.W.T, axis=1) == self.y_index)))
         if model.verbose:
             print(f"iter {iteration:3d}  hinge {self.hinge[-1]:.4g}  train accuracy "
-                  f"{self.accuracy[-1]:.3f}  kept old codes for {self.reverted[-1] if self.reverted else 0}"
-                  f" documents  time {time.perf_counter() - self.start:.1f}s")
+                  f"{self.accuracy[-1]:.3f}  shortened steps for "
+                  f"{self.shortened[-1] if self.shortened else 0} and kept old codes for "
+                  f"{self.reverted[-1] if self.reverted else 0} documents  "
+                  f"time {time.perf_counter() - self.start:.1f}s")
         return model.C * self.hinge[-1] + 0.5 * float(np.sum(self.W * self.W))
 
 

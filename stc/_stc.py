@@ -233,8 +233,14 @@ class STC(TransformerMixin, BaseEstimator):
 
     # ---- coding new documents
 
-    def _code(self, X):
-        """Code documents with the fitted topics; returns (theta, codes, objective, X)."""
+    def _code(self, X, all_entries=True):
+        """Code documents with the fitted topics; returns (theta, codes, objective, X).
+
+        With ``all_entries`` the word codes have one row per stored entry of
+        X (zero rows for terms the topics never saw); otherwise only the
+        coded entries' rows are returned, which saves a copy when only theta
+        or the objective is needed.
+        """
         check_is_fitted(self, "components_")
         loss = self._check_params()
         X = self._validate_X(X, reset=False, loss=loss)
@@ -255,7 +261,7 @@ class STC(TransformerMixin, BaseEstimator):
         doc_obj, _, _, _ = sparse_code(loss, Xk, beta, codes, theta,
                                        max_iter=self.inner_max_iter, tol=self.inner_tol,
                                        n_jobs=self.n_jobs, **self._coding_params())
-        if Xk is not X:
+        if all_entries and Xk is not X:
             full = np.zeros((X.nnz, beta.shape[0]))
             full[np.flatnonzero(keep)] = codes
             codes = full
@@ -263,7 +269,7 @@ class STC(TransformerMixin, BaseEstimator):
 
     def transform(self, X):
         """Document codes theta, shape (n_docs, n_topics)."""
-        return self._code(X)[0]
+        return self._code(X, all_entries=False)[0]
 
     def fit_transform(self, X, y=None):
         """Fit, then code ``X`` with the final topics (same as fit(X).transform(X))."""
@@ -280,7 +286,7 @@ class STC(TransformerMixin, BaseEstimator):
 
     def score(self, X, y=None):
         """Minus objective (2) of coding ``X`` with the fitted topics (higher is better)."""
-        return -float(np.sum(self._code(X)[2]))
+        return -float(np.sum(self._code(X, all_entries=False)[2]))
 
     def top_words(self, vocabulary, n=10):
         """The ``n`` highest-weight terms of every topic, as lists of strings."""

@@ -36,19 +36,16 @@ information, are written to ``--output`` after every finished step, so an
 interrupted run keeps what it finished.
 """
 import argparse
-import datetime
-import hashlib
 import itertools
 import os
-import platform
-import subprocess
 import sys
 import time
 import warnings
 
 import numpy as np
-import scipy
 import scipy.sparse as sp
+
+from _machine import load1, machine_info, uptime_line
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA_HOME = "/work/shared/data/20news"
@@ -58,77 +55,6 @@ SVM_C_GRID = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0)
 
 def log(message):
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
-def uptime_line():
-    try:
-        return subprocess.run(["uptime"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        try:
-            return "load average: %.2f %.2f %.2f" % os.getloadavg()
-        except OSError:
-            return "n/a"
-
-
-def load1():
-    try:
-        return os.getloadavg()[0]
-    except OSError:
-        return float("nan")
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def source_fingerprint(package_dir):
-    """Short sha256 of the package's .py/.pyx/.pxd sources and their newest mtime."""
-    digest = hashlib.sha256()
-    newest = 0.0
-    for root, dirs, files in os.walk(package_dir):
-        dirs.sort()
-        for name in sorted(files):
-            if name.endswith((".py", ".pyx", ".pxd")):
-                path = os.path.join(root, name)
-                digest.update(os.path.relpath(path, package_dir).encode())
-                with open(path, "rb") as handle:
-                    digest.update(handle.read())
-                newest = max(newest, os.path.getmtime(path))
-    stamp = datetime.datetime.fromtimestamp(newest).astimezone().isoformat(timespec="seconds")
-    return digest.hexdigest()[:12], stamp
-
-
-def machine_info(threads):
-    import sklearn
-    import threadpoolctl
-
-    import stc
-
-    package_dir = os.path.dirname(os.path.abspath(stc.__file__))
-    fingerprint, newest = source_fingerprint(package_dir)
-    pools = ", ".join(f"{p['internal_api']}={p['num_threads']}"
-                      for p in threadpoolctl.threadpool_info()) or "none"
-    return [
-        f"- date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
-        f"- platform: {platform.platform()}",
-        f"- CPU: {cpu_model()}",
-        f"- os.cpu_count(): {os.cpu_count()}",
-        f"- threads used (MedSTC/STC n_jobs, LDA n_jobs, CV n_jobs): {threads}",
-        f"- native thread pools (threadpoolctl): {pools}",
-        f"- stc.openmp_enabled(): {stc.openmp_enabled()}",
-        f"- python {platform.python_version()}, numpy {np.__version__}, "
-        f"scipy {scipy.__version__}, scikit-learn {sklearn.__version__}, stc {stc.__version__}",
-        f"- stc imported from {package_dir}; sources sha256 {fingerprint}, newest source "
-        f"file {newest}",
-    ]
 
 
 class WarningLog:
@@ -481,7 +407,8 @@ def main(argv=None):
     from stc.datasets import load_20newsgroups_split
 
     load_start = uptime_line()
-    info = machine_info(args.threads)
+    info = machine_info("threads used (MedSTC/STC n_jobs, LDA n_jobs, CV n_jobs): "
+                        f"{args.threads}")
     print("\n".join(info), flush=True)
     log(f"uptime: {load_start}")
     train, test = load_20newsgroups_split(args.data_home)

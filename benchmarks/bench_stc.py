@@ -28,17 +28,15 @@ The tables (with machine information) are printed and written to
 ``--output`` (overwritten). Progress lines go to stderr.
 """
 import argparse
-import datetime
 import os
-import platform
-import subprocess
 import sys
 import time
 
 import numpy as np
-import scipy
 import scipy.sparse as sp
 from scipy.special import psi
+
+from _machine import load_average, machine_info, uptime_line
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA_HOME = "/work/shared/data/20news"
@@ -48,32 +46,6 @@ LDA_ZERO_THRESHOLD = 1e-3
 
 def log(message):
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def load_average():
-    try:
-        return "%.2f %.2f %.2f" % os.getloadavg()
-    except OSError:
-        return "n/a"
-
-
-def uptime_line():
-    try:
-        return subprocess.run(["uptime"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return f"load average: {load_average()}"
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 # ---------------------------------------------------------------------------
@@ -241,49 +213,6 @@ def kernel_throughput(model, Xte, thread_counts, repeats):
 # Report
 # ---------------------------------------------------------------------------
 
-def source_fingerprint(package_dir):
-    """Short sha256 of the package's .py/.pyx/.pxd sources and their newest mtime.
-
-    The package is edited while benchmarks run; this pins which code was measured.
-    """
-    import hashlib
-
-    digest = hashlib.sha256()
-    newest = 0.0
-    for root, dirs, files in os.walk(package_dir):
-        dirs.sort()
-        for name in sorted(files):
-            if name.endswith((".py", ".pyx", ".pxd")):
-                path = os.path.join(root, name)
-                digest.update(os.path.relpath(path, package_dir).encode())
-                with open(path, "rb") as handle:
-                    digest.update(handle.read())
-                newest = max(newest, os.path.getmtime(path))
-    stamp = datetime.datetime.fromtimestamp(newest).astimezone().isoformat(timespec="seconds")
-    return digest.hexdigest()[:12], stamp
-
-
-def machine_info(threads):
-    import sklearn
-
-    import stc
-
-    package_dir = os.path.dirname(os.path.abspath(stc.__file__))
-    fingerprint, newest = source_fingerprint(package_dir)
-    return [
-        f"- date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
-        f"- platform: {platform.platform()}",
-        f"- CPU: {cpu_model()}",
-        f"- os.cpu_count(): {os.cpu_count()}",
-        f"- threads used (STC n_jobs, LDA n_jobs): {threads}",
-        f"- stc.openmp_enabled(): {stc.openmp_enabled()}",
-        f"- python {platform.python_version()}, numpy {np.__version__}, "
-        f"scipy {scipy.__version__}, scikit-learn {sklearn.__version__}, stc {stc.__version__}",
-        f"- stc imported from {package_dir}; sources sha256 {fingerprint}, newest source "
-        f"file {newest}",
-    ]
-
-
 def fmt(value, digits=3):
     return f"{value:.{digits}f}"
 
@@ -405,7 +334,7 @@ def main(argv=None):
     from stc.datasets import load_20newsgroups_split
 
     load_start = uptime_line()
-    info = machine_info(args.threads)
+    info = machine_info(f"threads used (STC n_jobs, LDA n_jobs): {args.threads}")
     log(f"loading {args.data_home}")
     train, test = load_20newsgroups_split(args.data_home)
     Xtr, Xte = train.data, test.data

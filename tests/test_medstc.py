@@ -5,7 +5,7 @@ import pytest
 from stc._core.numpy_coding import theta_closed_form
 from stc.coding import initial_codes, sparse_code
 from stc.datasets import load_newsgroups_split
-from stc.supervised import MedSTC, multiclass_hinge
+from stc.supervised import MedSTC
 from stc.supervised.medstc import shift_for_labels
 
 

@@ -1,0 +1,89 @@
+"""What the benchmark scripts record about the machine and the code they measured."""
+import datetime
+import hashlib
+import os
+import platform
+import subprocess
+
+import numpy as np
+import scipy
+
+
+def load1():
+    """The 1-minute load average (NaN where unavailable)."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+
+
+def load_average():
+    try:
+        return "%.2f %.2f %.2f" % os.getloadavg()
+    except OSError:
+        return "n/a"
+
+
+def uptime_line():
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return f"load average: {load_average()}"
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def source_fingerprint(package_dir):
+    """Short sha256 of the package's .py/.pyx/.pxd sources and their newest mtime.
+
+    The package may be edited while a benchmark runs; this pins which code was measured.
+    """
+    digest = hashlib.sha256()
+    newest = 0.0
+    for root, dirs, files in os.walk(package_dir):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith((".py", ".pyx", ".pxd")):
+                path = os.path.join(root, name)
+                digest.update(os.path.relpath(path, package_dir).encode())
+                with open(path, "rb") as handle:
+                    digest.update(handle.read())
+                newest = max(newest, os.path.getmtime(path))
+    stamp = datetime.datetime.fromtimestamp(newest).astimezone().isoformat(timespec="seconds")
+    return digest.hexdigest()[:12], stamp
+
+
+def machine_info(threads_line):
+    """Markdown bullet lines: date, machine, thread pools, versions, measured sources."""
+    import sklearn
+    import threadpoolctl
+
+    import stc
+
+    package_dir = os.path.dirname(os.path.abspath(stc.__file__))
+    fingerprint, newest = source_fingerprint(package_dir)
+    pools = ", ".join(f"{p['internal_api']}={p['num_threads']}"
+                      for p in threadpoolctl.threadpool_info()) or "none"
+    return [
+        f"- date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
+        f"- platform: {platform.platform()}",
+        f"- CPU: {cpu_model()}",
+        f"- os.cpu_count(): {os.cpu_count()}",
+        f"- {threads_line}",
+        f"- native thread pools (threadpoolctl): {pools}",
+        f"- stc.openmp_enabled(): {stc.openmp_enabled()}",
+        f"- python {platform.python_version()}, numpy {np.__version__}, "
+        f"scipy {scipy.__version__}, scikit-learn {sklearn.__version__}, stc {stc.__version__}",
+        f"- stc imported from {package_dir}; sources sha256 {fingerprint}, newest source "
+        f"file {newest}",
+    ]

@@ -8,8 +8,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from stc._validation import as_count_matrix, check_choice, check_number
-from stc.coding import initial_codes, sparse_code
-from stc._core._sparse_ops import word_means
+from stc.coding import initial_codes, sparse_code, start_value_in_domain
 from stc.dictionary import CorpusLayout, update_dictionary
 from stc.losses import get_loss
 
@@ -41,22 +40,6 @@ def initial_dictionary(X, n_topics, random_state, docs_per_topic=5, corpus_share
         beta[k] = (1.0 - corpus_share) * sample / sample.sum() + corpus_share * corpus * noise
         beta[k] /= beta[k].sum()
     return beta
-
-
-def _fit_codes_to_domain(loss, X, beta, codes, theta):
-    """Scale starting codes down until every mean is inside a bounded mean domain.
-
-    The all-ones start can put means above the upper end of, e.g., the
-    Bernoulli loss's domain (0, 1), where the loss is infinite.
-    """
-    upper = loss.mean_domain[1]
-    if not np.isfinite(upper) or X.nnz == 0:
-        return
-    largest = word_means(X.indices, codes, np.ascontiguousarray(beta.T)).max()
-    if largest >= 0.5 * upper:
-        factor = 0.5 * upper / largest
-        codes *= factor
-        theta *= factor
 
 
 def word_code_sparsity(codes):
@@ -194,8 +177,7 @@ class STC(TransformerMixin, BaseEstimator):
         """
         params = self._coding_params()
         beta = initial_dictionary(X, self.n_topics, self.random_state)
-        codes, theta = initial_codes(X, self.n_topics)
-        _fit_codes_to_domain(loss, X, beta, codes, theta)
+        codes, theta = initial_codes(X, self.n_topics, start_value_in_domain(loss, X, beta))
         layout = CorpusLayout(X)
         objective = []
         start = time.perf_counter()
@@ -256,11 +238,17 @@ class STC(TransformerMixin, BaseEstimator):
             Xk.eliminate_zeros()
             Xk.indices = Xk.indices.astype(np.int32, copy=False)
             Xk.indptr = Xk.indptr.astype(np.int32, copy=False)
-        codes, theta = initial_codes(Xk, beta.shape[0])
-        _fit_codes_to_domain(loss, Xk, beta, codes, theta)
+        # Coding new documents needs only theta: keep the word codes (an
+        # (nnz, K) array) only when they are asked for.
+        start = start_value_in_domain(loss, Xk, beta)
+        if all_entries:
+            codes, theta = initial_codes(Xk, beta.shape[0], start)
+        else:
+            codes, theta = None, np.empty((Xk.shape[0], beta.shape[0]))
         doc_obj, _, _, _ = sparse_code(loss, Xk, beta, codes, theta,
                                        max_iter=self.inner_max_iter, tol=self.inner_tol,
-                                       n_jobs=self.n_jobs, **self._coding_params())
+                                       n_jobs=self.n_jobs, start_value=start,
+                                       **self._coding_params())
         if all_entries and Xk is not X:
             full = np.zeros((X.nnz, beta.shape[0]))
             full[np.flatnonzero(keep)] = codes

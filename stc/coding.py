@@ -31,15 +31,35 @@ def initial_codes(X, n_topics, value=1.0):
     return codes, theta
 
 
+def start_value_in_domain(loss, X, beta, value=1.0):
+    """The start value for all codes, lowered if needed to keep every mean in the loss's domain.
+
+    With every code at ``value`` an entry's mean is value * sum_k beta_kn; the
+    all-ones start can put it above the upper end of a bounded mean domain
+    (e.g. the Bernoulli loss's (0, 1)), where the loss is infinite. The value
+    is then scaled so that the largest mean is half the upper end.
+    """
+    upper = loss.mean_domain[1]
+    if not np.isfinite(upper) or X.nnz == 0:
+        return float(value)
+    largest = value * beta.sum(axis=0)[X.indices].max()
+    if largest >= 0.5 * upper:
+        value = value * 0.5 * upper / largest
+    return float(value)
+
+
 def sparse_code(loss, X, beta, codes, theta, *, lam, gamma, rho, theta_penalty, code_penalty,
                 max_iter, tol, theta_linear=None, newton_steps=BLOCK_NEWTON_STEPS,
-                n_jobs=None):
+                n_jobs=None, start_value=1.0):
     """Code every document of CSR ``X`` in place, warm-started from ``codes``/``theta``.
 
     Returns (per-document objective, per-document loss part, per-document
-    iterations, means of the non-zeros). ``newton_steps`` caps the Newton
-    steps on each theta_k inside a sweep (0: the paper's alternation). A compiled loss runs the nogil
-    kernel in parallel; a pure-Python loss runs the numpy sweep.
+    iterations, means of the non-zeros). ``codes`` may be None: every code
+    (word and document) then starts at ``start_value`` and the word codes are
+    not kept, which saves their (nnz, K) array when only theta is wanted.
+    ``newton_steps`` caps the Newton steps on each theta_k inside a sweep (0:
+    the paper's alternation). A compiled loss runs the nogil kernel in
+    parallel; a pure-Python loss runs the numpy sweep.
     """
     means = np.zeros(X.nnz, dtype=np.float64)
     args = dict(lam=float(lam), gamma=float(gamma), rho=float(rho),
@@ -51,8 +71,12 @@ def sparse_code(loss, X, beta, codes, theta, *, lam, gamma, rho, theta_penalty, 
         objective, recon, n_iter = code_documents(
             loss, X.indptr, X.indices, X.data, beta, codes, theta, means, theta_linear,
             args["lam"], args["gamma"], args["rho"], args["theta_penalty"],
-            args["code_penalty"], args["max_iter"], args["tol"], int(newton_steps), n_jobs)
+            args["code_penalty"], args["max_iter"], args["tol"], int(newton_steps), n_jobs,
+            float(start_value))
     else:
+        if codes is None:
+            codes, start_theta = initial_codes(X, theta.shape[1], start_value)
+            theta[:] = start_theta
         objective, recon, n_iter = code_documents_numpy(
             loss, X, beta, codes, theta, means, theta_linear, args["lam"], args["gamma"],
             args["rho"], args["theta_penalty"], args["code_penalty"], args["max_iter"],

@@ -14,9 +14,14 @@ until the relative decrease of the document's objective falls under `tol`.
 
 Word codes are stored densely per observed word, aligned with the CSR
 non-zeros of X: row j of `codes` is the code of the j-th stored entry.
+While a document is coded, its word codes and the topic weights of its words
+live in a per-thread work buffer laid out topic by topic (K x n_words), so
+every pass over a topic's words reads contiguous memory and never gathers
+from the (K x N) dictionary again.
 """
-from cython.parallel cimport prange
+from cython.parallel cimport parallel, prange
 from libc.math cimport INFINITY, fabs
+from libc.stdlib cimport free, malloc
 
 from stc.losses._base cimport CompiledLoss
 
@@ -46,65 +51,68 @@ cdef inline double theta_update(double mean_code, double linear, double n_words,
     return t if t > 0.0 else 0.0
 
 
-cdef double document_objective(CompiledLoss loss, Py_ssize_t start, Py_ssize_t end,
-                               const double[::1] data, const double[::1] means,
-                               const double[:, ::1] codes, const double* theta,
+cdef double document_objective(CompiledLoss loss, Py_ssize_t n_words, const double* y,
+                               const double* means, const double* s, const double* theta,
                                const double* linear, Py_ssize_t n_topics,
                                double lam, double gamma, double rho,
                                int theta_penalty, int code_penalty,
                                double* loss_part) noexcept nogil:
-    """Objective (2) restricted to one document, plus -linear . theta."""
-    cdef Py_ssize_t j, k
+    """Objective (2) restricted to one document, plus -linear . theta.
+
+    ``s`` holds the document's word codes topic by topic: s[k * n_words + i].
+    """
+    cdef Py_ssize_t i, k
     cdef double reconstruction = 0.0, coupling = 0.0, code_pen = 0.0, doc_pen = 0.0
     cdef double shift = 0.0
-    cdef double diff, s
-    for j in range(start, end):
-        reconstruction += loss._loss(data[j], means[j])
-        for k in range(n_topics):
-            s = codes[j, k]
-            diff = s - theta[k]
-            coupling += diff * diff
-            code_pen += s if code_penalty == PENALTY_L1 else s * s
+    cdef double diff, x, t
+    cdef const double* s_k
+    for i in range(n_words):
+        reconstruction += loss._loss(y[i], means[i])
     for k in range(n_topics):
-        doc_pen += theta[k] if theta_penalty == PENALTY_L1 else theta[k] * theta[k]
+        s_k = s + k * n_words
+        t = theta[k]
+        for i in range(n_words):
+            x = s_k[i]
+            diff = x - t
+            coupling += diff * diff
+            code_pen += x if code_penalty == PENALTY_L1 else x * x
+        doc_pen += t if theta_penalty == PENALTY_L1 else t * t
         if linear != NULL:
-            shift += linear[k] * theta[k]
+            shift += linear[k] * t
     loss_part[0] = reconstruction
     return reconstruction + gamma * coupling + rho * code_pen + lam * doc_pen - shift
 
 
-cdef inline double solve_topic_words(CompiledLoss loss, Py_ssize_t start, Py_ssize_t end,
-                                     Py_ssize_t k, const int[::1] indices,
-                                     const double[::1] data, const double[:, ::1] beta,
-                                     double[:, ::1] codes, const double[::1] rests,
+cdef inline double solve_topic_words(CompiledLoss loss, Py_ssize_t n_words, const double* y,
+                                     const double* b, double* s_k, const double* rests,
                                      double t, double quad, double rho_lin, double gamma,
                                      double* curvature) noexcept nogil:
     """Word-code step of topic k with theta_k = t: every word independently.
 
-    Returns sum_n 2 gamma (t - s_nk) (the coupling part of the derivative in
-    t of the block objective) and, in ``curvature``, the matching part of its
-    second derivative, using ds_nk/dt = 2 gamma / (b^2 l'' + 2 quad) for s_nk > 0.
+    ``b`` and ``s_k`` are the topic's weights beta_kn and codes s_nk of the
+    document's words. Returns sum_n 2 gamma (t - s_nk) (the coupling part of
+    the derivative in t of the block objective) and, in ``curvature``, the
+    matching part of its second derivative, using
+    ds_nk/dt = 2 gamma / (b^2 l'' + 2 quad) for s_nk > 0.
     """
-    cdef Py_ssize_t j
-    cdef double b, x, slope = 0.0, curv = 0.0, lin = rho_lin - 2.0 * gamma * t
-    for j in range(start, end):
-        b = beta[k, indices[j]]
-        x = loss._solve_coordinate(data[j], b, rests[j], quad, lin, codes[j, k])
-        codes[j, k] = x
+    cdef Py_ssize_t i
+    cdef double x, slope = 0.0, curv = 0.0, lin = rho_lin - 2.0 * gamma * t
+    for i in range(n_words):
+        x = loss._solve_coordinate(y[i], b[i], rests[i], quad, lin, s_k[i])
+        s_k[i] = x
         slope += 2.0 * gamma * (t - x)
         if x > 0.0:
             curv += 2.0 * gamma * (1.0 - 2.0 * gamma / (
-                b * b * loss._hessian(data[j], rests[j] + b * x) + 2.0 * quad))
+                b[i] * b[i] * loss._hessian(y[i], rests[i] + b[i] * x) + 2.0 * quad))
         else:
             curv += 2.0 * gamma
     curvature[0] = curv
     return slope
 
 
-cdef void update_topic_block(CompiledLoss loss, Py_ssize_t start, Py_ssize_t end, Py_ssize_t k,
-                             const int[::1] indices, const double[::1] data,
-                             const double[:, ::1] beta, double[:, ::1] codes,
-                             double[::1] means, double* theta_k, double linear_k,
+cdef void update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double* y,
+                             const double* b, double* s_k, double* means,
+                             double* theta_k, double linear_k,
                              double lam, double gamma, double quad, double rho_lin,
                              int theta_penalty, int newton_steps) noexcept nogil:
     """Update the codes of topic k: word codes s_.k, and theta_k by up to `newton_steps`.
@@ -119,21 +127,20 @@ cdef void update_topic_block(CompiledLoss loss, Py_ssize_t start, Py_ssize_t end
     start: it is either (numerically) the minimiser or a point between the
     start and the minimiser.
     """
-    cdef Py_ssize_t j
-    cdef double b, t = theta_k[0], t_new, slope, curvature, start_slope = 0.0
+    cdef Py_ssize_t i
+    cdef double t = theta_k[0], t_new, slope, curvature, start_slope = 0.0
     cdef double low = 0.0, high = INFINITY, pen_slope, pen_curv
     cdef double safe_t = t
     cdef int step
     cdef bint converged = False
     # Hold the rest of each word's mean (all topics but k) in `means`.
-    for j in range(start, end):
-        b = beta[k, indices[j]]
-        means[j] = means[j] - b * codes[j, k]
-        if means[j] < 0.0:  # rounding only: a sum of non-negative terms
-            means[j] = 0.0
+    for i in range(n_words):
+        means[i] = means[i] - b[i] * s_k[i]
+        if means[i] < 0.0:  # rounding only: a sum of non-negative terms
+            means[i] = 0.0
     for step in range(newton_steps + 1):
-        slope = solve_topic_words(loss, start, end, k, indices, data, beta, codes, means,
-                                  t, quad, rho_lin, gamma, &curvature)
+        slope = solve_topic_words(loss, n_words, y, b, s_k, means, t, quad, rho_lin, gamma,
+                                  &curvature)
         if theta_penalty == PENALTY_L1:
             pen_slope, pen_curv = lam, 0.0
         else:
@@ -170,43 +177,59 @@ cdef void update_topic_block(CompiledLoss loss, Py_ssize_t start, Py_ssize_t end
         # Stopped past the minimiser: phi may exceed its start value there,
         # so fall back to the last point on the start's side (phi <= start).
         t = safe_t
-        solve_topic_words(loss, start, end, k, indices, data, beta, codes, means,
-                          t, quad, rho_lin, gamma, &curvature)
+        solve_topic_words(loss, n_words, y, b, s_k, means, t, quad, rho_lin, gamma, &curvature)
     theta_k[0] = t
-    for j in range(start, end):
-        means[j] = means[j] + beta[k, indices[j]] * codes[j, k]
+    for i in range(n_words):
+        means[i] = means[i] + b[i] * s_k[i]
 
 
 cdef void code_one_document(CompiledLoss loss, Py_ssize_t d,
                             const int[::1] indptr, const int[::1] indices,
                             const double[::1] data, const double[:, ::1] beta,
-                            double[:, ::1] codes, double[:, ::1] theta, double[::1] means,
+                            double[:, ::1] codes, bint has_codes, double start_value,
+                            double[:, ::1] theta, double[::1] means, double* work,
                             const double* linear, double lam, double gamma, double rho,
                             int theta_penalty, int code_penalty, int max_iter, double tol,
                             int newton_steps, double* objective_out, double* loss_out,
                             int* n_iter_out) noexcept nogil:
+    """Code document d, from its stored codes (or all codes at start_value if none).
+
+    ``work`` holds at least 2 * K * n_words doubles: the word codes s and the
+    topic weights b of the document's words, both topic by topic.
+    """
     cdef Py_ssize_t start = indptr[d], end = indptr[d + 1]
-    cdef Py_ssize_t n_topics = beta.shape[0], j, k
-    cdef double n_words = <double> (end - start)
-    cdef double quad, rho_lin, previous, current, loss_part
+    cdef Py_ssize_t n_topics = beta.shape[0], n_words = end - start, i, k
+    cdef double quad, rho_lin, previous, current, loss_part, acc
+    cdef double* s = work
+    cdef double* b = work + n_topics * n_words
+    cdef double* m = &means[start] if n_words > 0 else NULL
+    cdef const double* y = &data[start] if n_words > 0 else NULL
+    cdef double* theta_d = &theta[d, 0]
     cdef int it
-    if end == start:
+    if n_words == 0:
         for k in range(n_topics):
-            theta[d, k] = 0.0
+            theta_d[k] = 0.0
         objective_out[0] = 0.0
         loss_out[0] = 0.0
         n_iter_out[0] = 0
         return
+    for k in range(n_topics):
+        for i in range(n_words):
+            b[k * n_words + i] = beta[k, indices[start + i]]
+            s[k * n_words + i] = codes[start + i, k] if has_codes else start_value
+    if not has_codes:
+        for k in range(n_topics):
+            theta_d[k] = start_value
     # Coordinate problem: l(y, rest + b x) + quad x^2 + lin x, see CompiledLoss.
     quad = gamma + (rho if code_penalty == PENALTY_L2 else 0.0)
     rho_lin = rho if code_penalty == PENALTY_L1 else 0.0
-    for j in range(start, end):
-        means[j] = 0.0
+    for i in range(n_words):
+        acc = 0.0
         for k in range(n_topics):
-            means[j] += codes[j, k] * beta[k, indices[j]]
-    previous = document_objective(loss, start, end, data, means, codes, &theta[d, 0], linear,
-                                  n_topics, lam, gamma, rho, theta_penalty, code_penalty,
-                                  &loss_part)
+            acc = acc + s[k * n_words + i] * b[k * n_words + i]
+        m[i] = acc
+    previous = document_objective(loss, n_words, y, m, s, theta_d, linear, n_topics,
+                                  lam, gamma, rho, theta_penalty, code_penalty, &loss_part)
     current = previous
     it = 0
     while it < max_iter:
@@ -214,25 +237,25 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d,
         # Word codes topic by topic (every word independently), each topic's
         # theta_k optionally moving with them (see update_topic_block).
         for k in range(n_topics):
-            update_topic_block(loss, start, end, k, indices, data, beta, codes, means,
-                               &theta[d, k], linear[k] if linear != NULL else 0.0,
+            update_topic_block(loss, n_words, y, b + k * n_words, s + k * n_words, m,
+                               &theta_d[k], linear[k] if linear != NULL else 0.0,
                                lam, gamma, quad, rho_lin, theta_penalty, newton_steps)
         # Document code, word codes fixed: the exact closed form.
         for k in range(n_topics):
-            theta[d, k] = 0.0
-        for j in range(start, end):
-            for k in range(n_topics):
-                theta[d, k] += codes[j, k]
-        for k in range(n_topics):
-            theta[d, k] = theta_update(theta[d, k] / n_words,
-                                       linear[k] if linear != NULL else 0.0,
-                                       n_words, lam, gamma, theta_penalty)
-        current = document_objective(loss, start, end, data, means, codes, &theta[d, 0], linear,
-                                     n_topics, lam, gamma, rho, theta_penalty, code_penalty,
-                                     &loss_part)
+            acc = 0.0
+            for i in range(n_words):
+                acc = acc + s[k * n_words + i]
+            theta_d[k] = theta_update(acc / n_words, linear[k] if linear != NULL else 0.0,
+                                      <double> n_words, lam, gamma, theta_penalty)
+        current = document_objective(loss, n_words, y, m, s, theta_d, linear, n_topics,
+                                     lam, gamma, rho, theta_penalty, code_penalty, &loss_part)
         if previous - current <= tol * fabs(previous):
             break
         previous = current
+    if has_codes:
+        for k in range(n_topics):
+            for i in range(n_words):
+                codes[start + i, k] = s[k * n_words + i]
     objective_out[0] = current
     loss_out[0] = loss_part
     n_iter_out[0] = it
@@ -240,17 +263,20 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d,
 
 def code_documents(CompiledLoss loss, const int[::1] indptr, const int[::1] indices,
                    const double[::1] data, const double[:, ::1] beta,
-                   double[:, ::1] codes, double[:, ::1] theta, double[::1] means,
+                   codes, double[:, ::1] theta, double[::1] means,
                    theta_linear, double lam, double gamma, double rho,
                    int theta_penalty, int code_penalty, int max_iter, double tol,
-                   int newton_steps, n_jobs):
+                   int newton_steps, n_jobs, double start_value=1.0):
     """Code every document of a CSR matrix in place (warm start from `codes`, `theta`).
 
     Returns per-document arrays (objective, loss part, iterations used).
+    `codes` is a (nnz, n_topics) array, updated in place, or None: then every
+    document starts with all codes (word and document) at `start_value` and
+    the word codes are not kept (coding new documents needs only theta).
     `theta_linear` is None or a (n_docs, n_topics) array b: the document-code
     step then minimises the objective minus b_d . theta_d.
     """
-    cdef Py_ssize_t n_docs = indptr.shape[0] - 1, d
+    cdef Py_ssize_t n_docs = indptr.shape[0] - 1, n_topics = beta.shape[0], d
     cdef int n_threads = resolve_n_jobs(n_jobs)
     objective = np.zeros(n_docs, dtype=np.float64)
     loss_part = np.zeros(n_docs, dtype=np.float64)
@@ -258,17 +284,35 @@ def code_documents(CompiledLoss loss, const int[::1] indptr, const int[::1] indi
     cdef double[::1] objective_v = objective, loss_v = loss_part
     cdef int[::1] n_iter_v = n_iter
     cdef const double[:, ::1] linear_v
+    cdef double[:, ::1] codes_v
     cdef bint has_linear = theta_linear is not None
+    cdef bint has_codes = codes is not None
     if has_linear:
         linear_v = theta_linear
     else:
-        linear_v = np.zeros((1, beta.shape[0]), dtype=np.float64)
-    with nogil:
-        for d in prange(n_docs, schedule="dynamic", chunksize=8, num_threads=n_threads):
-            code_one_document(loss, d, indptr, indices, data, beta, codes, theta, means,
-                              &linear_v[d, 0] if has_linear else NULL,
-                              lam, gamma, rho, theta_penalty, code_penalty, max_iter, tol,
-                              newton_steps, &objective_v[d], &loss_v[d], &n_iter_v[d])
+        linear_v = np.zeros((1, n_topics), dtype=np.float64)
+    if has_codes:
+        codes_v = codes
+    else:
+        codes_v = np.zeros((1, n_topics), dtype=np.float64)
+    longest = int(np.max(np.diff(indptr))) if n_docs > 0 else 0
+    cdef size_t work_size = 2 * n_topics * max(longest, 1) * sizeof(double)
+    cdef double* work
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    with nogil, parallel(num_threads=n_threads):
+        work = <double*> malloc(work_size)
+        if work == NULL:
+            failed[0] = 1
+        for d in prange(n_docs, schedule="dynamic", chunksize=8):
+            if work != NULL:
+                code_one_document(loss, d, indptr, indices, data, beta, codes_v, has_codes,
+                                  start_value, theta, means, work,
+                                  &linear_v[d, 0] if has_linear else NULL,
+                                  lam, gamma, rho, theta_penalty, code_penalty, max_iter, tol,
+                                  newton_steps, &objective_v[d], &loss_v[d], &n_iter_v[d])
+        free(work)
+    if failed[0]:
+        raise MemoryError(f"could not allocate {work_size} bytes of coding work space per thread")
     return objective, loss_part, n_iter
 
 

@@ -46,6 +46,11 @@ cdef class PoissonLoss(CompiledLoss):
         # The paper's form of the discriminant, a sum of squares: never negative.
         disc = (2.0 * quad * mean_rest - b * tau) ** 2 + 8.0 * quad * y * b * b
         if a1 >= 0.0:
+            if a0 >= 0.0:
+                # Both roots <= 0 (sum -a1/a2 <= 0, product a0/a2 >= 0): the
+                # clamp gives 0, so skip the square root. Most word codes of a
+                # fitted model are 0, which makes this the common case.
+                return 0.0
             # Avoid cancellation in -a1 + sqrt(disc): use root = 2 a0 / (-a1 - sqrt).
             root = -2.0 * a0 / (a1 + sqrt(disc))
         else:

@@ -9,6 +9,8 @@ sweep; it is also an independent reference for the compiled kernel in tests.
 import numpy as np
 
 PENALTY_L1, PENALTY_L2 = 0, 1
+# Same as the compiled kernel's BLOCK_NEWTON_RTOL (see stc/_core/_coding.pyx).
+BLOCK_NEWTON_RTOL = 1e-3
 
 
 def theta_closed_form(mean_code, linear, n_words, lam, gamma, penalty):
@@ -78,6 +80,11 @@ def _update_topic_block(loss, y, b, docs, codes_k, means, theta_k, linear_k, lam
         curv = c_new + pen_curv
         slope = np.where(iterating, s_full, slope)
         tiny = iterating & (np.abs(slope) <= 1e-10 * t * curv)
+        # Close enough and not past the block minimiser (see BLOCK_NEWTON_RTOL).
+        close = iterating & (np.abs(slope) <= BLOCK_NEWTON_RTOL * t * curv)
+        if step > 0:
+            close &= (slope > 0.0) == (start_slope > 0.0)
+        tiny |= close
         converged |= tiny
         iterating &= ~tiny
         if step == newton_steps or not iterating.any():

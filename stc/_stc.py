@@ -186,17 +186,18 @@ class STC(TransformerMixin, BaseEstimator):
             if supervisor is not None:
                 theta_linear = supervisor.linear_term(theta)
                 previous = (codes.copy(), theta.copy()) if theta_linear is not None else None
-            doc_obj, doc_loss, _, _ = sparse_code(
+            doc_obj, doc_loss, _, means = sparse_code(
                 loss, X, beta, codes, theta, max_iter=self.inner_max_iter,
                 tol=self.inner_tol, theta_linear=theta_linear, n_jobs=self.n_jobs, **params)
             if theta_linear is not None:  # the linear term is not part of problem (2)
                 doc_obj = doc_obj + np.sum(theta_linear * theta, axis=1)
                 doc_obj, doc_loss = supervisor.safeguard(X, beta, previous, codes, theta,
                                                          doc_obj, doc_loss)
+                means = None  # the safeguard may have changed codes
             penalties = float(np.sum(doc_obj) - np.sum(doc_loss))
             beta, recon, _ = update_dictionary(loss, layout, codes, beta,
                                                max_iter=self.dictionary_max_iter,
-                                               n_jobs=self.n_jobs)
+                                               n_jobs=self.n_jobs, means=means)
             value = recon + penalties
             if supervisor is not None:
                 value += supervisor.classifier_step(theta, iteration)

@@ -33,8 +33,8 @@ left unchanged, so coding may use it again later.
 """
 import numpy as np
 
-from stc._core._simplex import project_rows_onto_simplex, simplex_multipliers
-from stc._core._sparse_ops import word_code_sums, word_means
+from stc._core._simplex import mm_update_rows, project_rows_onto_simplex, simplex_multipliers
+from stc._core._sparse_ops import word_code_sums, word_code_sums_pair, word_means
 from stc.losses import PoissonLoss
 
 
@@ -69,44 +69,58 @@ def simplex_multiplier(a, c, max_iter=100, n_jobs=None):
                                max_iter, n_jobs)
 
 
-def _mm_step(layout, codes, beta, means, code_sums, n_jobs):
-    """One majorisation-minimisation update of the Poisson dictionary problem."""
-    ratio = np.divide(layout.data, means, out=np.zeros_like(means), where=means > 0)
-    a = beta * word_code_sums(layout.col_ptr, layout.col_entries, codes, ratio, n_jobs).T
-    nu = simplex_multipliers(a, code_sums, 100, n_jobs)
-    alive = np.isfinite(nu)  # a collapsed topic (all codes zero) is left unchanged
-    new_beta = beta.copy()
-    if np.any(alive):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rows = np.where(a[alive] > 0, a[alive] / (code_sums[alive] + nu[alive, None]), 0.0)
-        new_beta[alive] = rows / rows.sum(axis=1, keepdims=True)  # last rounding error
-    return new_beta
+def _poisson_ratio(layout, means):
+    """y_j / mean_j (0 where the mean is 0, which only happens with y_j unobserved by codes)."""
+    return np.divide(layout.data, means, out=np.zeros_like(means), where=means > 0)
+
+
+def _mm_step(layout, codes, beta, means, code_sums, n_jobs, weighted_sums=None):
+    """One majorisation-minimisation update of the Poisson dictionary problem.
+
+    ``code_sums`` is c (K x N); ``weighted_sums`` (N x K), if given, must be
+    sum_{j: n_j = n} s_jk y_j / mean_j at ``means`` (it is computed otherwise).
+    The compiled `mm_update_rows` forms a = beta * weighted_sums, finds nu and
+    normalises every row, topics in parallel.
+    """
+    if weighted_sums is None:
+        weighted_sums = word_code_sums(layout.col_ptr, layout.col_entries, codes,
+                                       _poisson_ratio(layout, means), n_jobs)
+    return mm_update_rows(beta, weighted_sums, code_sums, 100, n_jobs)
 
 
 def update_dictionary(loss, layout, codes, beta, method="auto", max_iter=10, tol=1e-4,
-                      n_jobs=None):
+                      n_jobs=None, means=None):
     """Decrease F(beta) from ``beta`` with codes fixed; return (beta, F, n_steps).
 
     Stops after ``max_iter`` steps or when the relative decrease of F falls
-    under ``tol``. The returned F is never above F at the input.
+    under ``tol``. The returned F is never above F at the input. ``means``
+    may pass the means s_j . beta[:, n_j] at the input (the coding kernel
+    returns them), which saves recomputing them.
     """
     if method == "auto":
         method = "mm" if isinstance(loss, PoissonLoss) else "pg"
     if method not in ("mm", "pg"):
         raise ValueError(f"method must be 'auto', 'mm' or 'pg', got {method!r}")
-    value, means = dictionary_loss(loss, layout, codes, beta, n_jobs)
+    if means is None:
+        value, means = dictionary_loss(loss, layout, codes, beta, n_jobs)
+    else:
+        value = float(np.sum(loss.loss(layout.data, means)))
     if not np.isfinite(value):
         raise ValueError(f"the {getattr(loss, 'name', type(loss).__name__)} loss is not finite at "
                          "the current codes and topics: some mean lies outside the loss's "
                          f"domain {loss.mean_domain}")
+    weighted_sums = None
     if method == "mm":
-        code_sums = np.ascontiguousarray(word_code_sums(
-            layout.col_ptr, layout.col_entries, codes, np.empty(0), n_jobs).T)
+        # c and the first step's weighted sums in one pass over the codes.
+        plain, weighted_sums = word_code_sums_pair(layout.col_ptr, layout.col_entries, codes,
+                                                   _poisson_ratio(layout, means), n_jobs)
+        code_sums = np.ascontiguousarray(plain.T)
     step_size = None
     n_steps = 0
     for n_steps in range(1, max_iter + 1):
         if method == "mm":
-            candidate = _mm_step(layout, codes, beta, means, code_sums, n_jobs)
+            candidate = _mm_step(layout, codes, beta, means, code_sums, n_jobs, weighted_sums)
+            weighted_sums = None
             new_value, new_means = dictionary_loss(loss, layout, codes, candidate, n_jobs)
         else:
             candidate, new_value, new_means, step_size = _pg_step(

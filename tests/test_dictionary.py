@@ -459,3 +459,49 @@ def test_fit_objective_never_increases_newsgroups():
     unused = np.asarray(X.sum(axis=0)).ravel() == 0
     assert unused.any() and np.all(model.components_[:, unused] == 0.0)
 
+
+
+def test_compiled_mm_update_matches_its_formula():
+    """`mm_update_rows` = a / (c + nu) row by row, nu solving the multiplier equation.
+
+    Written out with numpy: a = beta * sum_j s_jk y_j / mean_j, c = sum_j s_jk
+    over each term's entries, nu from `simplex_multiplier`; a collapsed topic
+    (all its codes zero) is returned unchanged.
+    """
+    from stc._core._simplex import mm_update_rows
+    from stc._core._sparse_ops import word_code_sums, word_code_sums_pair
+
+    X, layout, codes, beta = random_problem(12, n_docs=60, n_features=40, n_topics=5,
+                                            unused=(3, 30), zero_codes=0.3)
+    codes[:, 2] = 0.0  # collapsed topic
+    codes[~codes.any(axis=1), 0] = 0.5  # every observed word keeps a positive mean
+    _, means = dictionary_loss(PoissonLoss(), layout, codes, beta)
+    ratio = layout.data / means
+    weighted = np.zeros((X.shape[1], 5))
+    plain = np.zeros((X.shape[1], 5))
+    np.add.at(weighted, layout.indices, codes * ratio[:, None])
+    np.add.at(plain, layout.indices, codes)
+    pair = word_code_sums_pair(layout.col_ptr, layout.col_entries, codes, ratio)
+    np.testing.assert_allclose(pair[0], plain, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(pair[1], weighted, rtol=1e-13, atol=1e-15)
+    # the same sums as the single-sum function (the same order; the compiler
+    # may round the weighted products differently)
+    assert np.array_equal(pair[0], word_code_sums(layout.col_ptr, layout.col_entries, codes,
+                                                  np.empty(0)))
+    np.testing.assert_allclose(pair[1], word_code_sums(layout.col_ptr, layout.col_entries, codes,
+                                                       ratio), rtol=1e-14, atol=0)
+    a = beta * weighted.T
+    c = plain.T
+    nu = simplex_multiplier(a.T, c.T)
+    assert np.isnan(nu[2]) and np.all(np.isfinite(np.delete(nu, 2)))
+    expected = beta.copy()
+    for k in (0, 1, 3, 4):
+        row = np.where(a[k] > 0, a[k] / (c[k] + nu[k]), 0.0)
+        assert row.sum() == pytest.approx(1.0, rel=1e-10)
+        expected[k] = row / row.sum()
+    got = mm_update_rows(beta, pair[1], np.ascontiguousarray(pair[0].T))
+    np.testing.assert_allclose(got, expected, rtol=1e-11, atol=1e-15)
+    assert np.array_equal(got[2], beta[2])
+    assert np.all(got[:, [3, 30]][[0, 1, 3, 4]] == 0.0)  # unused terms get no weight
+    with pytest.raises(ValueError, match="weighted_sums"):
+        mm_update_rows(beta, pair[1].T.copy(), np.ascontiguousarray(pair[0].T))

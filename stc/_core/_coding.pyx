@@ -273,6 +273,13 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d,
         if previous - current <= tol * fabs(previous):
             break
         previous = current
+    # The means were updated incrementally; return them recomputed, summed
+    # in the same order as `word_means`, for the dictionary step.
+    for i in range(n_words):
+        acc = 0.0
+        for k in range(n_topics):
+            acc = acc + s[k * n_words + i] * b[k * n_words + i]
+        m[i] = acc
     if has_codes:
         for k in range(n_topics):
             for i in range(n_words):

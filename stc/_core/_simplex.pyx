@@ -164,3 +164,50 @@ def simplex_multipliers(a_rows, c_rows, int max_iter=100, n_jobs=None):
         for r in prange(n_rows, schedule="static", num_threads=n_threads):
             out_v[r] = row_multiplier(&a[r, 0], &c[r, 0], n, max_iter)
     return out
+
+
+def mm_update_rows(const double[:, ::1] beta, const double[:, ::1] weighted_sums,
+                   const double[:, ::1] code_sums, int max_iter=100, n_jobs=None):
+    """The Poisson MM update of every topic (see `stc.dictionary`), topics in parallel.
+
+    For topic k: a_n = beta_kn * weighted_sums[n, k], c_n = code_sums[k, n];
+    the new row is a_n / (c_n + nu_k), with nu_k from `row_multiplier` so that
+    it sums to one (then divided by its sum, for the last rounding error).
+    A topic whose a is all zero (no word codes: collapsed) is returned
+    unchanged. Returns the new (K, N) dictionary.
+    """
+    cdef Py_ssize_t n_topics = beta.shape[0], n = beta.shape[1], k, i
+    if (weighted_sums.shape[0] != n or weighted_sums.shape[1] != n_topics
+            or code_sums.shape[0] != n_topics or code_sums.shape[1] != n):
+        raise ValueError("weighted_sums must be (n_features, n_topics) and code_sums "
+                         "(n_topics, n_features) for a (n_topics, n_features) beta")
+    cdef int n_threads = resolve_n_jobs(n_jobs)
+    out = np.empty((n_topics, n), dtype=np.float64)
+    cdef double[:, ::1] out_v = out
+    cdef double* a
+    cdef double nu, total
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    with nogil, parallel(num_threads=n_threads):
+        a = <double*> malloc((n if n > 0 else 1) * sizeof(double))
+        if a == NULL:
+            failed[0] = 1
+        for k in prange(n_topics, schedule="static"):
+            if a == NULL:
+                continue
+            for i in range(n):
+                a[i] = beta[k, i] * weighted_sums[i, k]
+            nu = row_multiplier(a, &code_sums[k, 0], n, max_iter)
+            if nu != nu:  # NaN: collapsed topic, keep it
+                for i in range(n):
+                    out_v[k, i] = beta[k, i]
+                continue
+            total = 0.0
+            for i in range(n):
+                out_v[k, i] = a[i] / (code_sums[k, i] + nu) if a[i] > 0.0 else 0.0
+                total = total + out_v[k, i]
+            for i in range(n):
+                out_v[k, i] = out_v[k, i] / total
+        free(a)
+    if failed[0]:
+        raise MemoryError("could not allocate the work space of the MM update")
+    return out

@@ -54,3 +54,28 @@ def word_code_sums(const int[::1] col_ptr, const int[::1] col_entries,
                 for k in range(n_topics):
                     out_v[n, k] += w * codes[j, k]
     return out
+
+
+def word_code_sums_pair(const int[::1] col_ptr, const int[::1] col_entries,
+                        const double[:, ::1] codes, const double[::1] weights, n_jobs=None):
+    """`word_code_sums` unweighted and weighted by ``weights``, in one pass over the codes.
+
+    Returns (plain, weighted), both (n_features, n_topics), each entry summed
+    in the same order as `word_code_sums` does.
+    """
+    cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.shape[1], n, p, j, k
+    cdef int n_threads = resolve_n_jobs(n_jobs)
+    plain = np.zeros((n_features, n_topics), dtype=np.float64)
+    weighted = np.zeros((n_features, n_topics), dtype=np.float64)
+    cdef double[:, ::1] plain_v = plain, weighted_v = weighted
+    cdef double w, x
+    with nogil:
+        for n in prange(n_features, schedule="static", num_threads=n_threads):
+            for p in range(col_ptr[n], col_ptr[n + 1]):
+                j = col_entries[p]
+                w = weights[j]
+                for k in range(n_topics):
+                    x = codes[j, k]
+                    plain_v[n, k] += x
+                    weighted_v[n, k] += w * x
+    return plain, weighted

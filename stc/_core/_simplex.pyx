@@ -112,7 +112,7 @@ cdef double row_multiplier(const double* a, const double* c, Py_ssize_t n,
     denominators (c_i - min c) + u computed without cancellation.
     """
     cdef Py_ssize_t i
-    cdef double c_min = INFINITY, total = 0.0, low = 0.0, high, u, f, df, ratio, step
+    cdef double c_min = INFINITY, total = 0.0, low = 0.0, high, u, f, df, ratio, step, inverse
     cdef int it
     for i in range(n):
         if a[i] > 0.0:
@@ -128,9 +128,10 @@ cdef double row_multiplier(const double* a, const double* c, Py_ssize_t n,
         df = 0.0
         for i in range(n):
             if a[i] > 0.0:
-                ratio = a[i] / ((c[i] - c_min) + u)
+                inverse = 1.0 / ((c[i] - c_min) + u)  # one division per entry
+                ratio = a[i] * inverse
                 f += ratio
-                df -= ratio / ((c[i] - c_min) + u)
+                df -= ratio * inverse
         if f == 0.0:
             break
         if f < 0.0:

@@ -74,18 +74,22 @@ def _poisson_ratio(layout, means):
     return np.divide(layout.data, means, out=np.zeros_like(means), where=means > 0)
 
 
-def _mm_step(layout, codes, beta, means, code_sums, n_jobs, weighted_sums=None):
+def _mm_step(layout, codes, beta, means, code_sums, n_jobs, weighted_sums=None,
+             multipliers=None):
     """One majorisation-minimisation update of the Poisson dictionary problem.
 
     ``code_sums`` is c (K x N); ``weighted_sums`` (N x K), if given, must be
     sum_{j: n_j = n} s_jk y_j / mean_j at ``means`` (it is computed otherwise).
     The compiled `mm_update_rows` forms a = beta * weighted_sums, finds nu and
-    normalises every row, topics in parallel.
+    normalises every row, topics in parallel; ``multipliers`` (K,), if given,
+    holds start values for nu and receives the new ones.
     """
     if weighted_sums is None:
         weighted_sums = word_code_sums(layout.col_ptr, layout.col_entries, codes,
                                        _poisson_ratio(layout, means), n_jobs)
-    return mm_update_rows(beta, weighted_sums, code_sums, 100, n_jobs)
+    if multipliers is None:
+        multipliers = np.full(beta.shape[0], np.nan)
+    return mm_update_rows(beta, weighted_sums, code_sums, multipliers, 100, n_jobs)
 
 
 def update_dictionary(loss, layout, codes, beta, method="auto", max_iter=10, tol=1e-4,
@@ -115,11 +119,13 @@ def update_dictionary(loss, layout, codes, beta, method="auto", max_iter=10, tol
         plain, weighted_sums = word_code_sums_pair(layout.col_ptr, layout.col_entries, codes,
                                                    _poisson_ratio(layout, means), n_jobs)
         code_sums = np.ascontiguousarray(plain.T)
+        multipliers = np.full(beta.shape[0], np.nan)  # warm-started from step to step
     step_size = None
     n_steps = 0
     for n_steps in range(1, max_iter + 1):
         if method == "mm":
-            candidate = _mm_step(layout, codes, beta, means, code_sums, n_jobs, weighted_sums)
+            candidate = _mm_step(layout, codes, beta, means, code_sums, n_jobs, weighted_sums,
+                                 multipliers)
             weighted_sums = None
             new_value, new_means = dictionary_loss(loss, layout, codes, candidate, n_jobs)
         else:

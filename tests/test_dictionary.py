@@ -499,9 +499,17 @@ def test_compiled_mm_update_matches_its_formula():
         row = np.where(a[k] > 0, a[k] / (c[k] + nu[k]), 0.0)
         assert row.sum() == pytest.approx(1.0, rel=1e-10)
         expected[k] = row / row.sum()
-    got = mm_update_rows(beta, pair[1], np.ascontiguousarray(pair[0].T))
+    multipliers = np.full(5, np.nan)
+    got = mm_update_rows(beta, pair[1], np.ascontiguousarray(pair[0].T), multipliers)
     np.testing.assert_allclose(got, expected, rtol=1e-11, atol=1e-15)
+    np.testing.assert_allclose(multipliers, nu, rtol=1e-12)
+    # warm starts (good, poor, outside the bracket) reach the same multipliers
+    for start in (nu * (1 + 1e-3), nu * 0.5 + 1.0, np.full(5, -1e30)):
+        warm = start.copy()
+        again = mm_update_rows(beta, pair[1], np.ascontiguousarray(pair[0].T), warm)
+        np.testing.assert_allclose(warm, nu, rtol=1e-12)
+        np.testing.assert_allclose(again, got, rtol=1e-12, atol=1e-15)
     assert np.array_equal(got[2], beta[2])
     assert np.all(got[:, [3, 30]][[0, 1, 3, 4]] == 0.0)  # unused terms get no weight
     with pytest.raises(ValueError, match="weighted_sums"):
-        mm_update_rows(beta, pair[1].T.copy(), np.ascontiguousarray(pair[0].T))
+        mm_update_rows(beta, pair[1].T.copy(), np.ascontiguousarray(pair[0].T), multipliers)

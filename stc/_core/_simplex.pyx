@@ -104,12 +104,14 @@ def project_onto_simplex(v, double radius=1.0):
 
 
 cdef double row_multiplier(const double* a, const double* c, Py_ssize_t n,
-                           int max_iter) noexcept nogil:
+                           int max_iter, double nu_start=NAN) noexcept nogil:
     """nu with sum_i a_i / (c_i + nu) = 1 over the entries with a_i > 0.
 
     Solved for u = nu + min c in (0, sum a], where the function is convex and
     decreasing: safeguarded Newton (bisection when a step leaves the bracket),
-    denominators (c_i - min c) + u computed without cancellation.
+    denominators (c_i - min c) + u computed without cancellation. A finite
+    ``nu_start`` (e.g. the previous MM step's nu) is the first iterate when it
+    lies in the bracket; otherwise Newton starts at the bracket's middle.
     """
     cdef Py_ssize_t i
     cdef double c_min = INFINITY, total = 0.0, low = 0.0, high, u, f, df, ratio, step, inverse
@@ -122,7 +124,9 @@ cdef double row_multiplier(const double* a, const double* c, Py_ssize_t n,
     if total == 0.0:
         return NAN
     high = total
-    u = 0.5 * high
+    u = nu_start + c_min
+    if not (u > 0.0 and u < high):  # also catches a NaN start
+        u = 0.5 * high
     for it in range(max_iter):
         f = -1.0
         df = 0.0
@@ -168,20 +172,26 @@ def simplex_multipliers(a_rows, c_rows, int max_iter=100, n_jobs=None):
 
 
 def mm_update_rows(const double[:, ::1] beta, const double[:, ::1] weighted_sums,
-                   const double[:, ::1] code_sums, int max_iter=100, n_jobs=None):
+                   const double[:, ::1] code_sums, double[::1] multipliers,
+                   int max_iter=100, n_jobs=None):
     """The Poisson MM update of every topic (see `stc.dictionary`), topics in parallel.
 
     For topic k: a_n = beta_kn * weighted_sums[n, k], c_n = code_sums[k, n];
     the new row is a_n / (c_n + nu_k), with nu_k from `row_multiplier` so that
     it sums to one (then divided by its sum, for the last rounding error).
     A topic whose a is all zero (no word codes: collapsed) is returned
-    unchanged. Returns the new (K, N) dictionary.
+    unchanged. ``multipliers`` (K,) holds start values for nu (NaN: none)
+    and receives the new nu (NaN for collapsed topics); successive MM steps
+    change nu little, so the previous step's values save Newton iterations.
+    Returns the new (K, N) dictionary.
     """
     cdef Py_ssize_t n_topics = beta.shape[0], n = beta.shape[1], k, i
     if (weighted_sums.shape[0] != n or weighted_sums.shape[1] != n_topics
-            or code_sums.shape[0] != n_topics or code_sums.shape[1] != n):
-        raise ValueError("weighted_sums must be (n_features, n_topics) and code_sums "
-                         "(n_topics, n_features) for a (n_topics, n_features) beta")
+            or code_sums.shape[0] != n_topics or code_sums.shape[1] != n
+            or multipliers.shape[0] != n_topics):
+        raise ValueError("weighted_sums must be (n_features, n_topics), code_sums "
+                         "(n_topics, n_features) and multipliers (n_topics,) for a "
+                         "(n_topics, n_features) beta")
     cdef int n_threads = resolve_n_jobs(n_jobs)
     out = np.empty((n_topics, n), dtype=np.float64)
     cdef double[:, ::1] out_v = out
@@ -197,7 +207,8 @@ def mm_update_rows(const double[:, ::1] beta, const double[:, ::1] weighted_sums
                 continue
             for i in range(n):
                 a[i] = beta[k, i] * weighted_sums[i, k]
-            nu = row_multiplier(a, &code_sums[k, 0], n, max_iter)
+            nu = row_multiplier(a, &code_sums[k, 0], n, max_iter, multipliers[k])
+            multipliers[k] = nu
             if nu != nu:  # NaN: collapsed topic, keep it
                 for i in range(n):
                     out_v[k, i] = beta[k, i]

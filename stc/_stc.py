@@ -179,19 +179,24 @@ class STC(TransformerMixin, BaseEstimator):
         beta = initial_dictionary(X, self.n_topics, self.random_state)
         codes, theta = initial_codes(X, self.n_topics, start_value_in_domain(loss, X, beta))
         layout = CorpusLayout(X)
+        saved = None  # buffers for the codes before a supervised coding step (reused)
         objective = []
         start = time.perf_counter()
         for iteration in range(1, self.max_iter + 1):
             theta_linear = None
             if supervisor is not None:
                 theta_linear = supervisor.linear_term(theta)
-                previous = (codes.copy(), theta.copy()) if theta_linear is not None else None
+                if theta_linear is not None:
+                    if saved is None:
+                        saved = (np.empty_like(codes), np.empty_like(theta))
+                    np.copyto(saved[0], codes)
+                    np.copyto(saved[1], theta)
             doc_obj, doc_loss, _, means = sparse_code(
                 loss, X, beta, codes, theta, max_iter=self.inner_max_iter,
                 tol=self.inner_tol, theta_linear=theta_linear, n_jobs=self.n_jobs, **params)
             if theta_linear is not None:  # the linear term is not part of problem (2)
                 doc_obj = doc_obj + np.sum(theta_linear * theta, axis=1)
-                doc_obj, doc_loss = supervisor.safeguard(X, beta, previous, codes, theta,
+                doc_obj, doc_loss = supervisor.safeguard(X, beta, saved, codes, theta,
                                                          doc_obj, doc_loss)
                 means = None  # the safeguard may have changed codes
             penalties = float(np.sum(doc_obj) - np.sum(doc_loss))

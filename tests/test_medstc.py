@@ -7,6 +7,7 @@ from stc.coding import initial_codes, sparse_code
 from stc.datasets import load_newsgroups_split
 from stc.supervised import MedSTC
 from stc.supervised.medstc import shift_for_labels
+from stc import STC
 
 
 @pytest.fixture(scope="module")
@@ -74,3 +75,60 @@ def test_bad_labels_are_refused(corpus):
         MedSTC(n_topics=2, max_iter=2).fit(X, y[:-1])
     with pytest.raises(ValueError, match="C must be"):
         MedSTC(n_topics=2, C=0.0).fit(X, y)
+
+
+def test_segment_objectives_match_the_objective_at_formed_codes(corpus):
+    """The safeguard's compiled evaluation at old + t (new - old) equals objective (2) there."""
+    from stc._core._coding import move_along_segments, segment_objectives
+    from stc._core.numpy_coding import document_objectives
+    from stc.losses import PoissonLoss
+
+    X, _, _, _ = corpus
+    Xv = STC(n_topics=4)._validate_X(X[:60], reset=True)
+    Xv.indices = Xv.indices.astype(np.intc)
+    Xv.indptr = Xv.indptr.astype(np.intc)
+    K = 4
+    rng = np.random.default_rng(3)
+    beta = rng.dirichlet(np.ones(Xv.shape[1]), K)
+    old_codes, old_theta = rng.uniform(0, 2, (Xv.nnz, K)), rng.uniform(0, 2, (Xv.shape[0], K))
+    new_codes, new_theta = rng.uniform(0, 2, (Xv.nnz, K)), rng.uniform(0, 2, (Xv.shape[0], K))
+    new_codes[rng.random(new_codes.shape) < 0.3] = 0.0
+    rows = np.array([0, 5, 17, 59], dtype=np.intp)
+    steps = np.array([0.0, 0.25, 0.5, 1.0])
+    doc_of_entry = np.repeat(np.arange(Xv.shape[0]), np.diff(Xv.indptr))
+    for theta_pen, code_pen in ((0, 0), (1, 1), (1, 0)):
+        obj, recon = segment_objectives(PoissonLoss(), Xv.indptr, Xv.indices, Xv.data, beta,
+                                        old_codes, new_codes, old_theta, new_theta, rows, steps,
+                                        0.2, 0.3, 0.05, theta_pen, code_pen)
+        t_entry = steps[np.searchsorted(rows, doc_of_entry)][:, None]
+        codes = old_codes + t_entry * (new_codes - old_codes)
+        theta = old_theta + steps[np.searchsorted(rows, np.arange(Xv.shape[0]))][:, None] * (
+            new_theta - old_theta)
+        means = np.sum(codes * beta.T[Xv.indices], axis=1)
+        expected, expected_recon = document_objectives(PoissonLoss(), Xv, doc_of_entry, means,
+                                                       codes, theta, None, 0.2, 0.3, 0.05,
+                                                       theta_pen, code_pen)
+        np.testing.assert_allclose(obj, expected[rows], rtol=1e-12)
+        np.testing.assert_allclose(recon, expected_recon[rows], rtol=1e-12)
+    codes, theta = new_codes.copy(), new_theta.copy()
+    move_along_segments(Xv.indptr, old_codes, codes, old_theta, theta, rows, steps)
+    for d, t in zip(rows, steps):
+        span = slice(Xv.indptr[d], Xv.indptr[d + 1])
+        np.testing.assert_allclose(codes[span], old_codes[span] + t * (new_codes[span]
+                                                                        - old_codes[span]))
+        np.testing.assert_allclose(theta[d], old_theta[d] + t * (new_theta[d] - old_theta[d]))
+    assert np.array_equal(codes[Xv.indptr[0]:Xv.indptr[1]], old_codes[Xv.indptr[0]:Xv.indptr[1]])
+    others = np.setdiff1d(np.arange(Xv.shape[0]), rows)
+    assert np.array_equal(theta[others], new_theta[others])
+
+
+def test_objective_4_never_increases_with_a_pure_python_loss(corpus):
+    """The safeguard's numpy path (pure-Python loss) keeps objective (4) monotone too."""
+    from numpy_losses import NumpyPoisson
+
+    X, y, _, _ = corpus
+    model = MedSTC(n_topics=4, C=10.0, max_iter=5, tol=0, random_state=0,
+                   loss=NumpyPoisson()).fit(X[:150], y[:150])
+    rises = np.diff(model.objective_) / np.abs(model.objective_[:-1])
+    assert np.all(rises <= 1e-9), rises
+    assert model.objective_[-1] < model.objective_[0]

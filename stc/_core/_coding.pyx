@@ -348,3 +348,83 @@ def theta_from_codes(double mean_code, double linear, double n_words, double lam
                      double gamma, int penalty):
     """Python access to `theta_update` (for tests)."""
     return theta_update(mean_code, linear, n_words, lam, gamma, penalty)
+
+
+def segment_objectives(CompiledLoss loss, const int[::1] indptr, const int[::1] indices,
+                       const double[::1] data, const double[:, ::1] beta,
+                       const double[:, ::1] old_codes, const double[:, ::1] new_codes,
+                       const double[:, ::1] old_theta, const double[:, ::1] new_theta,
+                       const Py_ssize_t[::1] rows, const double[::1] steps,
+                       double lam, double gamma, double rho, int theta_penalty,
+                       int code_penalty, n_jobs=None):
+    """Objective (2) of documents ``rows`` at the codes old + step * (new - old).
+
+    Document rows[i] is evaluated at step steps[i] along the segment from its
+    old codes (word and document) to its new ones, without forming the
+    intermediate codes. Returns (objective, loss part), one value per listed
+    document. Used by MedSTC's safeguard to backtrack the supervised
+    coding step; documents are evaluated in parallel.
+    """
+    cdef Py_ssize_t n_rows = rows.shape[0], n_topics = beta.shape[0], r, d, j, k
+    cdef int n_threads = resolve_n_jobs(n_jobs)
+    objective = np.zeros(n_rows, dtype=np.float64)
+    loss_part = np.zeros(n_rows, dtype=np.float64)
+    cdef double[::1] objective_v = objective, loss_v = loss_part
+    cdef const double[:, ::1] beta_t = np.ascontiguousarray(np.asarray(beta).T)
+    cdef double t, mean, x, th, reconstruction, coupling, code_pen, doc_pen
+    cdef double* trial_theta
+    cdef const double* topic_weights
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    with nogil, parallel(num_threads=n_threads):
+        trial_theta = <double*> malloc((n_topics if n_topics > 0 else 1) * sizeof(double))
+        if trial_theta == NULL:
+            failed[0] = 1
+        for r in prange(n_rows, schedule="dynamic", chunksize=8):
+            if trial_theta == NULL:
+                continue
+            d = rows[r]
+            t = steps[r]
+            reconstruction = 0.0
+            coupling = 0.0
+            code_pen = 0.0
+            doc_pen = 0.0
+            for k in range(n_topics):
+                trial_theta[k] = old_theta[d, k] + t * (new_theta[d, k] - old_theta[d, k])
+            for j in range(indptr[d], indptr[d + 1]):
+                mean = 0.0
+                topic_weights = &beta_t[indices[j], 0]
+                for k in range(n_topics):
+                    x = old_codes[j, k] + t * (new_codes[j, k] - old_codes[j, k])
+                    mean = mean + x * topic_weights[k]
+                    coupling = coupling + (x - trial_theta[k]) * (x - trial_theta[k])
+                    code_pen = code_pen + (x if code_penalty == PENALTY_L1 else x * x)
+                reconstruction = reconstruction + loss._loss(data[j], mean)
+            if indptr[d + 1] > indptr[d]:
+                for k in range(n_topics):
+                    th = trial_theta[k]
+                    doc_pen = doc_pen + (th if theta_penalty == PENALTY_L1 else th * th)
+            loss_v[r] = reconstruction
+            objective_v[r] = reconstruction + gamma * coupling + rho * code_pen + lam * doc_pen
+        free(trial_theta)
+    if failed[0]:
+        raise MemoryError("could not allocate the work space of segment_objectives")
+    return objective, loss_part
+
+
+def move_along_segments(const int[::1] indptr, const double[:, ::1] old_codes,
+                        double[:, ::1] codes, const double[:, ::1] old_theta,
+                        double[:, ::1] theta, const Py_ssize_t[::1] rows,
+                        const double[::1] steps, n_jobs=None):
+    """Set the codes of documents ``rows`` to old + step * (current - old), in place."""
+    cdef Py_ssize_t n_rows = rows.shape[0], n_topics = theta.shape[1], r, d, j, k
+    cdef int n_threads = resolve_n_jobs(n_jobs)
+    cdef double t
+    with nogil:
+        for r in prange(n_rows, schedule="static", num_threads=n_threads):
+            d = rows[r]
+            t = steps[r]
+            for j in range(indptr[d], indptr[d + 1]):
+                for k in range(n_topics):
+                    codes[j, k] = old_codes[j, k] + t * (codes[j, k] - old_codes[j, k])
+            for k in range(n_topics):
+                theta[d, k] = old_theta[d, k] + t * (theta[d, k] - old_theta[d, k])

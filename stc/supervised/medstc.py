@@ -22,11 +22,12 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from stc._core._sparse_ops import word_means
+from stc._core._coding import move_along_segments, segment_objectives
 from stc._core.numpy_coding import document_objectives
 from stc._stc import STC
 from stc._validation import check_number
 from stc.coding import PENALTIES
+from stc.losses import CompiledLoss
 from stc.supervised.svm import (CuttingPlaneSVM, loss_augmented_predict, multiclass_hinge,
                                 primal_objective)
 
@@ -82,7 +83,7 @@ class _MaxMarginSupervisor:
             return None  # first iteration: no classifier yet, plain STC coding
         return shift_for_labels(self.W, theta, self.y_index, self.model.C, self.model.delta)
 
-    def safeguard(self, X, beta, previous, codes, theta, doc_obj, doc_loss, max_halvings=6):
+    def safeguard(self, X, beta, previous, codes, theta, doc_obj, doc_loss, max_halvings=3):
         """Keep, per document, a point that does not raise its share of objective (4).
 
         Where the shifted-mean codes are worse than the old ones, step back
@@ -91,57 +92,66 @@ class _MaxMarginSupervisor:
         (4), and the new codes lower objective (2) plus the hinge piece of
         the loss-augmented label, which is the active piece at the old codes,
         so short steps usually decrease (4). Documents with no decreasing
-        step keep their old codes.
+        step keep their old codes. The trial points are evaluated without
+        being formed (`segment_objectives`); only the chosen one is written.
         """
         old_codes, old_theta = previous
-        doc_of_entry = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-        beta_t = np.ascontiguousarray(beta.T)
-        old_means = word_means(X.indices, old_codes, beta_t)
-        old_obj, old_loss = self._objectives(X, doc_of_entry, old_means, old_codes, old_theta)
+        n_docs = X.shape[0]
+        old_obj, old_loss = self._segment_objectives(
+            X, beta, old_codes, codes, old_theta, theta, np.arange(n_docs), np.zeros(n_docs))
         old_total = old_obj + self._hinge_share(old_theta)
         pending = doc_obj + self._hinge_share(theta) > old_total
         n_worse = int(np.sum(pending))
-        if n_worse:
-            new_means = word_means(X.indices, codes, beta_t)
+        steps = np.ones(n_docs)
         step = 1.0
         for _ in range(max_halvings):
             if not pending.any():
                 break
             step *= 0.5
             rows = np.flatnonzero(pending)
-            entries = pending[doc_of_entry]
-            trial_codes = old_codes[entries] + step * (codes[entries] - old_codes[entries])
+            trial_obj, trial_loss = self._segment_objectives(
+                X, beta, old_codes, codes, old_theta, theta, rows, np.full(rows.size, step))
             trial_theta = old_theta[rows] + step * (theta[rows] - old_theta[rows])
-            trial_means = old_means[entries] + step * (new_means[entries] - old_means[entries])
-            sub = X[rows]
-            sub_doc = np.repeat(np.arange(rows.size), np.diff(sub.indptr))
-            trial_obj, trial_loss = self._objectives(sub, sub_doc, trial_means, trial_codes,
-                                                     trial_theta)
             better = trial_obj + self._hinge_share_of(trial_theta, rows) <= old_total[rows]
             accepted = rows[better]
-            if accepted.size:
-                accepted_entries = np.isin(doc_of_entry, accepted)
-                codes[accepted_entries] = trial_codes[better[sub_doc]]
-                theta[accepted] = trial_theta[better]
-                doc_obj[accepted] = trial_obj[better]
-                doc_loss[accepted] = trial_loss[better]
-                pending[accepted] = False
-        if pending.any():
-            entries = pending[doc_of_entry]
-            codes[entries] = old_codes[entries]
-            theta[pending] = old_theta[pending]
-            doc_obj = np.where(pending, old_obj, doc_obj)
-            doc_loss = np.where(pending, old_loss, doc_loss)
+            steps[accepted] = step
+            doc_obj[accepted] = trial_obj[better]
+            doc_loss[accepted] = trial_loss[better]
+            pending[accepted] = False
+        steps[pending] = 0.0  # no decreasing step: keep the old codes exactly
+        doc_obj = np.where(pending, old_obj, doc_obj)
+        doc_loss = np.where(pending, old_loss, doc_loss)
+        moved = np.flatnonzero(steps < 1.0)
+        move_along_segments(X.indptr, old_codes, codes, old_theta, theta, moved, steps[moved],
+                            self.model.n_jobs)
         self.reverted.append(int(np.sum(pending)))
         self.shortened.append(n_worse - self.reverted[-1])
         return doc_obj, doc_loss
 
-    def _objectives(self, X, doc_of_entry, means, codes, theta):
+    def _segment_objectives(self, X, beta, old_codes, codes, old_theta, theta, rows, steps):
+        """Objective (2) of documents ``rows`` at old + step * (new - old), and its loss part."""
         params = self.model._coding_params()
-        return document_objectives(
-            self.loss, X, doc_of_entry, means, codes, theta, None, params["lam"],
-            params["gamma"], params["rho"], PENALTIES[params["theta_penalty"]],
-            PENALTIES[params["code_penalty"]])
+        penalties = (PENALTIES[params["theta_penalty"]], PENALTIES[params["code_penalty"]])
+        rows = np.ascontiguousarray(rows, dtype=np.intp)
+        steps = np.ascontiguousarray(steps, dtype=np.float64)
+        if isinstance(self.loss, CompiledLoss):
+            return segment_objectives(self.loss, X.indptr, X.indices, X.data, beta, old_codes,
+                                      codes, old_theta, theta, rows, steps, params["lam"],
+                                      params["gamma"], params["rho"], *penalties,
+                                      self.model.n_jobs)
+        # A pure-Python loss: form the trial codes of the listed documents.
+        sub = X[rows]  # rows are increasing, so the entries below are in sub's order
+        selected = np.zeros(X.shape[0], dtype=bool)
+        selected[rows] = True
+        entries = np.flatnonzero(np.repeat(selected, np.diff(X.indptr)))
+        sub_doc = np.repeat(np.arange(rows.size), np.diff(sub.indptr))
+        step_of_entry = steps[sub_doc][:, None]
+        trial_codes = old_codes[entries] + step_of_entry * (codes[entries] - old_codes[entries])
+        trial_theta = old_theta[rows] + steps[:, None] * (theta[rows] - old_theta[rows])
+        means = np.sum(trial_codes * beta.T[sub.indices], axis=1)
+        return document_objectives(self.loss, sub, sub_doc, means, trial_codes, trial_theta,
+                                   None, params["lam"], params["gamma"], params["rho"],
+                                   *penalties)
 
     def _hinge_share_of(self, theta, rows):
         """The hinge share of documents ``rows`` whose codes are ``theta``."""

@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/bench_medstc.py [--quick | --topics K ...] [--cv]
-        [--C 1000] [--delta 3600] [--lambda 0.1] [--rho 0.01] [--max-iter 20]
+        [--C 450] [--delta 3600] [--lambda 0.1] [--rho 0.01] [--max-iter 20]
         [--threads 2] [--data-home DIR] [--output benchmarks/results_medstc.md]
         [--append] [--skip-stc] [--skip-lda] [--skip-medstc]
 
@@ -378,7 +378,8 @@ def main(argv=None):
                         help="numbers of topics K (default: 20 30 ... 110)")
     parser.add_argument("--quick", action="store_true", help="K in {20, 50, 100}")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--C", type=float, default=1000.0, help="MedSTC C (default 1000)")
+    parser.add_argument("--C", type=float, default=450.0,
+                        help="MedSTC C (default 450, the estimator's cross-validated default)")
     parser.add_argument("--delta", type=float, default=3600.0, help="MedSTC delta (default 3600)")
     parser.add_argument("--lambda", dest="lambda_", type=float, default=0.1,
                         help="MedSTC lambda_ (default 0.1)")

@@ -50,7 +50,7 @@ def start_value_in_domain(loss, X, beta, value=1.0):
 
 def sparse_code(loss, X, beta, codes, theta, *, lam, gamma, rho, theta_penalty, code_penalty,
                 max_iter, tol, theta_linear=None, newton_steps=BLOCK_NEWTON_STEPS,
-                n_jobs=None, start_value=1.0):
+                n_jobs=None, start_value=1.0, updates=None):
     """Code every document of CSR ``X`` in place, warm-started from ``codes``/``theta``.
 
     Returns (per-document objective, per-document loss part, per-document
@@ -59,7 +59,9 @@ def sparse_code(loss, X, beta, codes, theta, *, lam, gamma, rho, theta_penalty, 
     not kept, which saves their (nnz, K) array when only theta is wanted.
     ``newton_steps`` caps the Newton steps on each theta_k inside a sweep (0:
     the paper's alternation). A compiled loss runs the nogil kernel in
-    parallel; a pure-Python loss runs the numpy sweep.
+    parallel; a pure-Python loss runs the numpy sweep. ``updates`` (compiled
+    losses only), an int64 array of n_docs, receives each document's number
+    of word-code updates.
     """
     means = np.zeros(X.nnz, dtype=np.float64)
     args = dict(lam=float(lam), gamma=float(gamma), rho=float(rho),
@@ -72,8 +74,10 @@ def sparse_code(loss, X, beta, codes, theta, *, lam, gamma, rho, theta_penalty, 
             loss, X.indptr, X.indices, X.data, beta, codes, theta, means, theta_linear,
             args["lam"], args["gamma"], args["rho"], args["theta_penalty"],
             args["code_penalty"], args["max_iter"], args["tol"], int(newton_steps), n_jobs,
-            float(start_value))
+            float(start_value), updates)
     else:
+        if updates is not None:
+            raise ValueError("counting updates needs a compiled loss")
         if codes is None:
             codes, start_theta = initial_codes(X, theta.shape[1], start_value)
             theta[:] = start_theta

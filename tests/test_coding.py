@@ -599,3 +599,30 @@ def test_coding_without_word_codes_matches_coding_with_them(loss):
     np.testing.assert_array_equal(means_a, means_b)
     assert np.all(theta[[4, 11]] == 0) and np.all(it_a[[4, 11]] == 0)
     assert it_a.max() > 1  # the documents were actually coded, not just started
+
+
+def test_update_counter_counts_word_code_updates():
+    """Plain alternation: one pass per topic per sweep; block Newton: at least that many."""
+    X = random_corpus(43, n_docs=20, n_features=30, density=0.3, empty=(2,))
+    K = 3
+    beta = random_dictionary(43, K, X.shape[1])
+    params = dict(lam=0.2, gamma=0.3, rho=0.05, theta_penalty="l2", code_penalty="l1",
+                  max_iter=4, tol=-1.0)
+    words = np.diff(X.indptr)
+    for newton_steps in (0, None):
+        codes, theta = initial_codes(X, K)
+        made = np.full(X.shape[0], -1, dtype=np.int64)
+        _, _, n_iter, _ = code(PoissonLoss(), X, beta, codes, theta, newton_steps,
+                               updates=made, **params)
+        plain = K * words * n_iter
+        if newton_steps == 0:
+            np.testing.assert_array_equal(made, plain)
+        else:
+            assert np.all(made >= plain) and np.any(made > plain)
+        assert made[2] == 0
+    with pytest.raises(ValueError, match="one entry per document"):
+        sparse_code(PoissonLoss(), X, beta, codes, theta, updates=np.zeros(3, dtype=np.int64),
+                    **params)
+    with pytest.raises(ValueError, match="compiled loss"):
+        sparse_code(NumpyPoisson(), X, beta, codes, theta,
+                    updates=np.zeros(X.shape[0], dtype=np.int64), **params)

@@ -125,7 +125,7 @@ cdef inline double solve_topic_words(CompiledLoss loss, Py_ssize_t n_words, cons
     return slope
 
 
-cdef void update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double* y,
+cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double* y,
                              const double* b, double* s_k, double* means,
                              double* theta_k, double linear_k,
                              double lam, double gamma, double quad, double rho_lin,
@@ -148,6 +148,7 @@ cdef void update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double
     cdef double safe_t = t
     cdef int step
     cdef bint converged = False
+    cdef int passes = 0
     # Hold the rest of each word's mean (all topics but k) in `means`.
     for i in range(n_words):
         means[i] = means[i] - b[i] * s_k[i]
@@ -156,6 +157,7 @@ cdef void update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double
     for step in range(newton_steps + 1):
         slope = solve_topic_words(loss, n_words, y, b, s_k, means, t, quad, rho_lin, gamma,
                                   &curvature)
+        passes += 1
         if theta_penalty == PENALTY_L1:
             pen_slope, pen_curv = lam, 0.0
         else:
@@ -199,9 +201,11 @@ cdef void update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double
         # so fall back to the last point on the start's side (phi <= start).
         t = safe_t
         solve_topic_words(loss, n_words, y, b, s_k, means, t, quad, rho_lin, gamma, &curvature)
+        passes += 1
     theta_k[0] = t
     for i in range(n_words):
         means[i] = means[i] + b[i] * s_k[i]
+    return passes
 
 
 cdef void code_one_document(CompiledLoss loss, Py_ssize_t d,
@@ -212,11 +216,13 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d,
                             const double* linear, double lam, double gamma, double rho,
                             int theta_penalty, int code_penalty, int max_iter, double tol,
                             int newton_steps, double* objective_out, double* loss_out,
-                            int* n_iter_out) noexcept nogil:
+                            int* n_iter_out, long long* updates_out) noexcept nogil:
     """Code document d, from its stored codes (or all codes at start_value if none).
 
     ``work`` holds at least 2 * K * n_words doubles: the word codes s and the
-    topic weights b of the document's words, both topic by topic.
+    topic weights b of the document's words, both topic by topic. If
+    ``updates_out`` is not NULL it receives the number of word-code updates
+    made (every pass of every topic block counts each word once).
     """
     cdef Py_ssize_t start = indptr[d], end = indptr[d + 1]
     cdef Py_ssize_t n_topics = beta.shape[0], n_words = end - start, i, k
@@ -227,12 +233,15 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d,
     cdef const double* y = &data[start] if n_words > 0 else NULL
     cdef double* theta_d = &theta[d, 0]
     cdef int it
+    cdef long long passes = 0  # passes over the document's words, all topics
     if n_words == 0:
         for k in range(n_topics):
             theta_d[k] = 0.0
         objective_out[0] = 0.0
         loss_out[0] = 0.0
         n_iter_out[0] = 0
+        if updates_out != NULL:
+            updates_out[0] = 0
         return
     for k in range(n_topics):
         for i in range(n_words):
@@ -258,9 +267,10 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d,
         # Word codes topic by topic (every word independently), each topic's
         # theta_k optionally moving with them (see update_topic_block).
         for k in range(n_topics):
-            update_topic_block(loss, n_words, y, b + k * n_words, s + k * n_words, m,
-                               &theta_d[k], linear[k] if linear != NULL else 0.0,
-                               lam, gamma, quad, rho_lin, theta_penalty, newton_steps)
+            passes += update_topic_block(
+                loss, n_words, y, b + k * n_words, s + k * n_words, m, &theta_d[k],
+                linear[k] if linear != NULL else 0.0, lam, gamma, quad, rho_lin, theta_penalty,
+                newton_steps)
         # Document code, word codes fixed: the exact closed form.
         for k in range(n_topics):
             acc = 0.0
@@ -287,6 +297,8 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d,
     objective_out[0] = current
     loss_out[0] = loss_part
     n_iter_out[0] = it
+    if updates_out != NULL:
+        updates_out[0] = passes * n_words
 
 
 def code_documents(CompiledLoss loss, const int[::1] indptr, const int[::1] indices,
@@ -294,7 +306,7 @@ def code_documents(CompiledLoss loss, const int[::1] indptr, const int[::1] indi
                    codes, double[:, ::1] theta, double[::1] means,
                    theta_linear, double lam, double gamma, double rho,
                    int theta_penalty, int code_penalty, int max_iter, double tol,
-                   int newton_steps, n_jobs, double start_value=1.0):
+                   int newton_steps, n_jobs, double start_value=1.0, updates=None):
     """Code every document of a CSR matrix in place (warm start from `codes`, `theta`).
 
     Returns per-document arrays (objective, loss part, iterations used).
@@ -302,7 +314,9 @@ def code_documents(CompiledLoss loss, const int[::1] indptr, const int[::1] indi
     document starts with all codes (word and document) at `start_value` and
     the word codes are not kept (coding new documents needs only theta).
     `theta_linear` is None or a (n_docs, n_topics) array b: the document-code
-    step then minimises the objective minus b_d . theta_d.
+    step then minimises the objective minus b_d . theta_d. `updates`, if
+    given, is an int64 array of n_docs that receives each document's number
+    of word-code updates (for throughput measurements).
     """
     cdef Py_ssize_t n_docs = indptr.shape[0] - 1, n_topics = beta.shape[0], d
     cdef int n_threads = resolve_n_jobs(n_jobs)
@@ -315,6 +329,12 @@ def code_documents(CompiledLoss loss, const int[::1] indptr, const int[::1] indi
     cdef double[:, ::1] codes_v
     cdef bint has_linear = theta_linear is not None
     cdef bint has_codes = codes is not None
+    cdef bint count_updates = updates is not None
+    cdef long long[::1] updates_v
+    if count_updates:
+        updates_v = updates
+        if updates_v.shape[0] != n_docs:
+            raise ValueError(f"updates must have one entry per document ({n_docs})")
     if has_linear:
         linear_v = theta_linear
     else:
@@ -337,7 +357,8 @@ def code_documents(CompiledLoss loss, const int[::1] indptr, const int[::1] indi
                                   start_value, theta, means, work,
                                   &linear_v[d, 0] if has_linear else NULL,
                                   lam, gamma, rho, theta_penalty, code_penalty, max_iter, tol,
-                                  newton_steps, &objective_v[d], &loss_v[d], &n_iter_v[d])
+                                  newton_steps, &objective_v[d], &loss_v[d], &n_iter_v[d],
+                                  &updates_v[d] if count_updates else NULL)
         free(work)
     if failed[0]:
         raise MemoryError(f"could not allocate {work_size} bytes of coding work space per thread")

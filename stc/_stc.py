@@ -191,14 +191,17 @@ class STC(TransformerMixin, BaseEstimator):
                         saved = (np.empty_like(codes), np.empty_like(theta))
                     np.copyto(saved[0], codes)
                     np.copyto(saved[1], theta)
+            start_values = None if theta_linear is None else np.empty((X.shape[0], 2))
             doc_obj, doc_loss, _, means = sparse_code(
                 loss, X, beta, codes, theta, max_iter=self.inner_max_iter,
-                tol=self.inner_tol, theta_linear=theta_linear, n_jobs=self.n_jobs, **params)
+                tol=self.inner_tol, theta_linear=theta_linear, n_jobs=self.n_jobs,
+                start_values=start_values, **params)
             if theta_linear is not None:  # the linear term is not part of problem (2)
                 doc_obj = doc_obj + np.sum(theta_linear * theta, axis=1)
-                doc_obj, doc_loss = supervisor.safeguard(X, beta, saved, codes, theta,
-                                                         doc_obj, doc_loss)
-                means = None  # the safeguard may have changed codes
+                old_obj = start_values[:, 0] + np.sum(theta_linear * saved[1], axis=1)
+                doc_obj, doc_loss = supervisor.safeguard(
+                    X, beta, saved, codes, theta, means, doc_obj, doc_loss,
+                    old_obj, start_values[:, 1])
             penalties = float(np.sum(doc_obj) - np.sum(doc_loss))
             beta, recon, _ = update_dictionary(loss, layout, codes, beta,
                                                max_iter=self.dictionary_max_iter,

@@ -50,7 +50,7 @@ def start_value_in_domain(loss, X, beta, value=1.0):
 
 def sparse_code(loss, X, beta, codes, theta, *, lam, gamma, rho, theta_penalty, code_penalty,
                 max_iter, tol, theta_linear=None, newton_steps=BLOCK_NEWTON_STEPS,
-                n_jobs=None, start_value=1.0, updates=None):
+                n_jobs=None, start_value=1.0, updates=None, start_values=None):
     """Code every document of CSR ``X`` in place, warm-started from ``codes``/``theta``.
 
     Returns (per-document objective, per-document loss part, per-document
@@ -61,7 +61,9 @@ def sparse_code(loss, X, beta, codes, theta, *, lam, gamma, rho, theta_penalty, 
     the paper's alternation). A compiled loss runs the nogil kernel in
     parallel; a pure-Python loss runs the numpy sweep. ``updates`` (compiled
     losses only), an int64 array of n_docs, receives each document's number
-    of word-code updates.
+    of word-code updates. ``start_values``, a (n_docs, 2) array, receives
+    each document's objective (minus ``theta_linear`` . theta) and loss part
+    at the start codes.
     """
     means = np.zeros(X.nnz, dtype=np.float64)
     args = dict(lam=float(lam), gamma=float(gamma), rho=float(rho),
@@ -74,7 +76,7 @@ def sparse_code(loss, X, beta, codes, theta, *, lam, gamma, rho, theta_penalty, 
             loss, X.indptr, X.indices, X.data, beta, codes, theta, means, theta_linear,
             args["lam"], args["gamma"], args["rho"], args["theta_penalty"],
             args["code_penalty"], args["max_iter"], args["tol"], int(newton_steps), n_jobs,
-            float(start_value), updates)
+            float(start_value), updates, start_values)
     else:
         if updates is not None:
             raise ValueError("counting updates needs a compiled loss")
@@ -84,5 +86,5 @@ def sparse_code(loss, X, beta, codes, theta, *, lam, gamma, rho, theta_penalty, 
         objective, recon, n_iter = code_documents_numpy(
             loss, X, beta, codes, theta, means, theta_linear, args["lam"], args["gamma"],
             args["rho"], args["theta_penalty"], args["code_penalty"], args["max_iter"],
-            args["tol"], int(newton_steps))
+            args["tol"], int(newton_steps), start_values)
     return objective, recon, n_iter, means

@@ -111,7 +111,9 @@ def test_segment_objectives_match_the_objective_at_formed_codes(corpus):
         np.testing.assert_allclose(obj, expected[rows], rtol=1e-12)
         np.testing.assert_allclose(recon, expected_recon[rows], rtol=1e-12)
     codes, theta = new_codes.copy(), new_theta.copy()
-    move_along_segments(Xv.indptr, old_codes, codes, old_theta, theta, rows, steps)
+    means = np.full(Xv.nnz, -1.0)
+    move_along_segments(Xv.indptr, Xv.indices, beta, old_codes, codes, old_theta, theta, means,
+                        rows, steps)
     for d, t in zip(rows, steps):
         span = slice(Xv.indptr[d], Xv.indptr[d + 1])
         np.testing.assert_allclose(codes[span], old_codes[span] + t * (new_codes[span]
@@ -120,6 +122,12 @@ def test_segment_objectives_match_the_objective_at_formed_codes(corpus):
     assert np.array_equal(codes[Xv.indptr[0]:Xv.indptr[1]], old_codes[Xv.indptr[0]:Xv.indptr[1]])
     others = np.setdiff1d(np.arange(Xv.shape[0]), rows)
     assert np.array_equal(theta[others], new_theta[others])
+    # the moved documents' means are recomputed, the others are left alone
+    moved_entries = np.isin(doc_of_entry, rows)
+    np.testing.assert_allclose(means[moved_entries],
+                               np.sum(codes * beta.T[Xv.indices], axis=1)[moved_entries],
+                               rtol=1e-13)
+    assert np.all(means[~moved_entries] == -1.0)
 
 
 def test_objective_4_never_increases_with_a_pure_python_loss(corpus):

@@ -216,13 +216,16 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d,
                             const double* linear, double lam, double gamma, double rho,
                             int theta_penalty, int code_penalty, int max_iter, double tol,
                             int newton_steps, double* objective_out, double* loss_out,
-                            int* n_iter_out, long long* updates_out) noexcept nogil:
+                            int* n_iter_out, long long* updates_out,
+                            double* start_out) noexcept nogil:
     """Code document d, from its stored codes (or all codes at start_value if none).
 
     ``work`` holds at least 2 * K * n_words doubles: the word codes s and the
     topic weights b of the document's words, both topic by topic. If
     ``updates_out`` is not NULL it receives the number of word-code updates
-    made (every pass of every topic block counts each word once).
+    made (every pass of every topic block counts each word once); if
+    ``start_out`` is not NULL it receives the objective and its loss part at
+    the start codes (before any sweep).
     """
     cdef Py_ssize_t start = indptr[d], end = indptr[d + 1]
     cdef Py_ssize_t n_topics = beta.shape[0], n_words = end - start, i, k
@@ -242,6 +245,9 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d,
         n_iter_out[0] = 0
         if updates_out != NULL:
             updates_out[0] = 0
+        if start_out != NULL:
+            start_out[0] = 0.0
+            start_out[1] = 0.0
         return
     for k in range(n_topics):
         for i in range(n_words):
@@ -260,6 +266,9 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d,
         m[i] = acc
     previous = document_objective(loss, n_words, y, m, s, theta_d, linear, n_topics,
                                   lam, gamma, rho, theta_penalty, code_penalty, &loss_part)
+    if start_out != NULL:
+        start_out[0] = previous
+        start_out[1] = loss_part
     current = previous
     it = 0
     while it < max_iter:
@@ -306,7 +315,8 @@ def code_documents(CompiledLoss loss, const int[::1] indptr, const int[::1] indi
                    codes, double[:, ::1] theta, double[::1] means,
                    theta_linear, double lam, double gamma, double rho,
                    int theta_penalty, int code_penalty, int max_iter, double tol,
-                   int newton_steps, n_jobs, double start_value=1.0, updates=None):
+                   int newton_steps, n_jobs, double start_value=1.0, updates=None,
+                   start_values=None):
     """Code every document of a CSR matrix in place (warm start from `codes`, `theta`).
 
     Returns per-document arrays (objective, loss part, iterations used).
@@ -316,7 +326,9 @@ def code_documents(CompiledLoss loss, const int[::1] indptr, const int[::1] indi
     `theta_linear` is None or a (n_docs, n_topics) array b: the document-code
     step then minimises the objective minus b_d . theta_d. `updates`, if
     given, is an int64 array of n_docs that receives each document's number
-    of word-code updates (for throughput measurements).
+    of word-code updates (for throughput measurements). `start_values`, if
+    given, is a (n_docs, 2) array that receives each document's objective
+    (minus b_d . theta_d, as coded) and its loss part at the start codes.
     """
     cdef Py_ssize_t n_docs = indptr.shape[0] - 1, n_topics = beta.shape[0], d
     cdef int n_threads = resolve_n_jobs(n_jobs)
@@ -331,6 +343,12 @@ def code_documents(CompiledLoss loss, const int[::1] indptr, const int[::1] indi
     cdef bint has_codes = codes is not None
     cdef bint count_updates = updates is not None
     cdef long long[::1] updates_v
+    cdef bint keep_start = start_values is not None
+    cdef double[:, ::1] start_v
+    if keep_start:
+        start_v = start_values
+        if start_v.shape[0] != n_docs or start_v.shape[1] != 2:
+            raise ValueError(f"start_values must have shape ({n_docs}, 2)")
     if count_updates:
         updates_v = updates
         if updates_v.shape[0] != n_docs:
@@ -358,7 +376,8 @@ def code_documents(CompiledLoss loss, const int[::1] indptr, const int[::1] indi
                                   &linear_v[d, 0] if has_linear else NULL,
                                   lam, gamma, rho, theta_penalty, code_penalty, max_iter, tol,
                                   newton_steps, &objective_v[d], &loss_v[d], &n_iter_v[d],
-                                  &updates_v[d] if count_updates else NULL)
+                                  &updates_v[d] if count_updates else NULL,
+                                  &start_v[d, 0] if keep_start else NULL)
         free(work)
     if failed[0]:
         raise MemoryError(f"could not allocate {work_size} bytes of coding work space per thread")
@@ -432,20 +451,29 @@ def segment_objectives(CompiledLoss loss, const int[::1] indptr, const int[::1] 
     return objective, loss_part
 
 
-def move_along_segments(const int[::1] indptr, const double[:, ::1] old_codes,
+def move_along_segments(const int[::1] indptr, const int[::1] indices,
+                        const double[:, ::1] beta, const double[:, ::1] old_codes,
                         double[:, ::1] codes, const double[:, ::1] old_theta,
-                        double[:, ::1] theta, const Py_ssize_t[::1] rows,
+                        double[:, ::1] theta, double[::1] means, const Py_ssize_t[::1] rows,
                         const double[::1] steps, n_jobs=None):
-    """Set the codes of documents ``rows`` to old + step * (current - old), in place."""
+    """Set the codes of documents ``rows`` to old + step * (current - old), in place.
+
+    The means of their entries are recomputed from the new codes (summed in
+    the order `word_means` uses); other documents are left alone.
+    """
     cdef Py_ssize_t n_rows = rows.shape[0], n_topics = theta.shape[1], r, d, j, k
     cdef int n_threads = resolve_n_jobs(n_jobs)
-    cdef double t
+    cdef const double[:, ::1] beta_t = np.ascontiguousarray(np.asarray(beta).T)
+    cdef double t, acc
     with nogil:
         for r in prange(n_rows, schedule="static", num_threads=n_threads):
             d = rows[r]
             t = steps[r]
             for j in range(indptr[d], indptr[d + 1]):
+                acc = 0.0
                 for k in range(n_topics):
                     codes[j, k] = old_codes[j, k] + t * (codes[j, k] - old_codes[j, k])
+                    acc = acc + codes[j, k] * beta_t[indices[j], k]
+                means[j] = acc
             for k in range(n_topics):
                 theta[d, k] = old_theta[d, k] + t * (theta[d, k] - old_theta[d, k])

@@ -122,7 +122,8 @@ def _update_topic_block(loss, y, b, docs, codes_k, means, theta_k, linear_k, lam
 
 
 def code_documents_numpy(loss, X, beta, codes, theta, means, theta_linear, lam, gamma, rho,
-                         theta_penalty, code_penalty, max_iter, tol, newton_steps):
+                         theta_penalty, code_penalty, max_iter, tol, newton_steps,
+                         start_values=None):
     """In-place coding of the CSR matrix X; same contract and updates as `code_documents`."""
     n_docs, n_topics = theta.shape
     lengths = np.diff(X.indptr)
@@ -133,6 +134,9 @@ def code_documents_numpy(loss, X, beta, codes, theta, means, theta_linear, lam, 
     theta[lengths == 0] = 0.0
     objective, recon = document_objectives(loss, X, doc_of_entry, means, codes, theta, theta_linear,
                                   lam, gamma, rho, theta_penalty, code_penalty)
+    if start_values is not None:
+        start_values[:, 0] = objective
+        start_values[:, 1] = recon
     n_iter = np.zeros(n_docs, dtype=np.intc)
     active_docs = lengths > 0
     linear = np.zeros_like(theta) if theta_linear is None else theta_linear

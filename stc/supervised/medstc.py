@@ -83,22 +83,25 @@ class _MaxMarginSupervisor:
             return None  # first iteration: no classifier yet, plain STC coding
         return shift_for_labels(self.W, theta, self.y_index, self.model.C, self.model.delta)
 
-    def safeguard(self, X, beta, previous, codes, theta, doc_obj, doc_loss, max_halvings=3):
+    def safeguard(self, X, beta, previous, codes, theta, means, doc_obj, doc_loss, old_obj,
+                  old_loss, max_halvings=3):
         """Keep, per document, a point that does not raise its share of objective (4).
 
+        ``previous`` holds the codes before the coding step, ``old_obj`` and
+        ``old_loss`` their objective (2) and its loss part (with the current
+        topics); ``codes``, ``theta`` and ``means`` (updated in place) and
+        ``doc_obj``, ``doc_loss`` describe the new codes.
         Where the shifted-mean codes are worse than the old ones, step back
         along the segment from the old codes to the new ones (halving the
         step): the set of codes is convex and so is the document's part of
         (4), and the new codes lower objective (2) plus the hinge piece of
         the loss-augmented label, which is the active piece at the old codes,
-        so short steps usually decrease (4). Documents with no decreasing
+        so short steps often decrease (4). Documents with no decreasing
         step keep their old codes. The trial points are evaluated without
         being formed (`segment_objectives`); only the chosen one is written.
         """
         old_codes, old_theta = previous
         n_docs = X.shape[0]
-        old_obj, old_loss = self._segment_objectives(
-            X, beta, old_codes, codes, old_theta, theta, np.arange(n_docs), np.zeros(n_docs))
         old_total = old_obj + self._hinge_share(old_theta)
         pending = doc_obj + self._hinge_share(theta) > old_total
         n_worse = int(np.sum(pending))
@@ -122,8 +125,8 @@ class _MaxMarginSupervisor:
         doc_obj = np.where(pending, old_obj, doc_obj)
         doc_loss = np.where(pending, old_loss, doc_loss)
         moved = np.flatnonzero(steps < 1.0)
-        move_along_segments(X.indptr, old_codes, codes, old_theta, theta, moved, steps[moved],
-                            self.model.n_jobs)
+        move_along_segments(X.indptr, X.indices, beta, old_codes, codes, old_theta, theta,
+                            means, moved, steps[moved], self.model.n_jobs)
         self.reverted.append(int(np.sum(pending)))
         self.shortened.append(n_worse - self.reverted[-1])
         return doc_obj, doc_loss

@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/bench_medstc.py [--quick | --topics K ...] [--cv]
-        [--C 450] [--delta 3600] [--lambda 0.1] [--rho 0.01] [--max-iter 20]
+        [--C C] [--delta D] [--lambda L] [--rho R] [--max-iter N]  (default: MedSTC's)
         [--threads 2] [--data-home DIR] [--output benchmarks/results_medstc.md]
         [--append] [--skip-stc] [--skip-lda] [--skip-medstc]
 
@@ -378,14 +378,15 @@ def main(argv=None):
                         help="numbers of topics K (default: 20 30 ... 110)")
     parser.add_argument("--quick", action="store_true", help="K in {20, 50, 100}")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--C", type=float, default=450.0,
-                        help="MedSTC C (default 450, the estimator's cross-validated default)")
-    parser.add_argument("--delta", type=float, default=3600.0, help="MedSTC delta (default 3600)")
-    parser.add_argument("--lambda", dest="lambda_", type=float, default=0.1,
-                        help="MedSTC lambda_ (default 0.1)")
-    parser.add_argument("--rho", type=float, default=0.01, help="MedSTC rho (default 0.01)")
-    parser.add_argument("--max-iter", type=int, default=20, help="MedSTC max_iter (default 20)")
-    parser.add_argument("--tol", type=float, default=1e-4, help="MedSTC tol (default 1e-4)")
+    from stc import MedSTC
+    # MedSTC's own defaults (the cross-validated ones), unless overridden here.
+    defaults = MedSTC().get_params()
+    for flag, key in (("--C", "C"), ("--delta", "delta"), ("--lambda", "lambda_"),
+                      ("--rho", "rho"), ("--tol", "tol")):
+        parser.add_argument(flag, dest=key, type=float, default=float(defaults[key]),
+                            help=f"MedSTC {key} (default {defaults[key]:g}, the estimator's)")
+    parser.add_argument("--max-iter", type=int, default=defaults["max_iter"],
+                        help=f"MedSTC max_iter (default {defaults['max_iter']}, the estimator's)")
     parser.add_argument("--verbose", type=int, default=0, help="MedSTC verbose level")
     parser.add_argument("--cv", action="store_true",
                         help="cross-validate MedSTC's C (lambda_, rho) on the training set first")

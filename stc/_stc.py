@@ -249,14 +249,14 @@ class STC(TransformerMixin, BaseEstimator):
             Xk.indptr = Xk.indptr.astype(np.int32, copy=False)
         # Coding new documents needs only theta: keep the word codes (an
         # (nnz, K) array) only when they are asked for.
-        start = start_value_in_domain(loss, Xk, beta)
-        if all_entries:
-            codes, theta = initial_codes(Xk, beta.shape[0], start)
-        else:
-            codes, theta = None, np.empty((Xk.shape[0], beta.shape[0]))
+        # Every document starts at the best single value for all its codes
+        # (far closer to its optimum than training's all-ones start when the
+        # penalties are large, e.g. MedSTC's lambda_ = 10).
+        codes = np.empty((Xk.nnz, beta.shape[0])) if all_entries else None
+        theta = np.empty((Xk.shape[0], beta.shape[0]))
         doc_obj, _, _, _ = sparse_code(loss, Xk, beta, codes, theta,
                                        max_iter=self.inner_max_iter, tol=self.inner_tol,
-                                       n_jobs=self.n_jobs, start_value=start,
+                                       n_jobs=self.n_jobs, start_value="auto",
                                        **self._coding_params())
         if all_entries and Xk is not X:
             full = np.zeros((X.nnz, beta.shape[0]))

@@ -2,7 +2,8 @@
 import numpy as np
 
 from stc._core._coding import code_documents
-from stc._core.numpy_coding import PENALTY_L1, PENALTY_L2, code_documents_numpy
+from stc._core.numpy_coding import (PENALTY_L1, PENALTY_L2, code_documents_numpy,
+                                     common_start_values)
 from stc.losses import CompiledLoss
 
 PENALTIES = {"l1": PENALTY_L1, "l2": PENALTY_L2}
@@ -50,13 +51,16 @@ def start_value_in_domain(loss, X, beta, value=1.0):
 
 def sparse_code(loss, X, beta, codes, theta, *, lam, gamma, rho, theta_penalty, code_penalty,
                 max_iter, tol, theta_linear=None, newton_steps=BLOCK_NEWTON_STEPS,
-                n_jobs=None, start_value=1.0, updates=None, start_values=None):
+                n_jobs=None, start_value=None, updates=None, start_values=None):
     """Code every document of CSR ``X`` in place, warm-started from ``codes``/``theta``.
 
     Returns (per-document objective, per-document loss part, per-document
-    iterations, means of the non-zeros). ``codes`` may be None: every code
-    (word and document) then starts at ``start_value`` and the word codes are
-    not kept, which saves their (nnz, K) array when only theta is wanted.
+    iterations, means of the non-zeros). ``codes`` may be None: the word
+    codes are then not kept, which saves their (nnz, K) array when only theta
+    is wanted. ``start_value`` None starts from ``codes``/``theta`` (a warm
+    start) when ``codes`` is given; a number starts every code (word and
+    document) there; ``"auto"`` (and None without ``codes``) starts each
+    document at the best single value for all its codes.
     ``newton_steps`` caps the Newton steps on each theta_k inside a sweep (0:
     the paper's alternation). A compiled loss runs the nogil kernel in
     parallel; a pure-Python loss runs the numpy sweep. ``updates`` (compiled
@@ -71,17 +75,35 @@ def sparse_code(loss, X, beta, codes, theta, *, lam, gamma, rho, theta_penalty, 
                 max_iter=int(max_iter), tol=float(tol))
     if theta_linear is not None:
         theta_linear = np.ascontiguousarray(theta_linear, dtype=np.float64)
+    warm = codes is not None and start_value is None
+    if start_value is None or (isinstance(start_value, str) and start_value == "auto"):
+        start_value = np.nan
+    else:
+        start_value = float(start_value)
     if isinstance(loss, CompiledLoss):
         objective, recon, n_iter = code_documents(
             loss, X.indptr, X.indices, X.data, beta, codes, theta, means, theta_linear,
             args["lam"], args["gamma"], args["rho"], args["theta_penalty"],
             args["code_penalty"], args["max_iter"], args["tol"], int(newton_steps), n_jobs,
-            float(start_value), updates, start_values)
+            start_value, warm, updates, start_values)
     else:
         if updates is not None:
             raise ValueError("counting updates needs a compiled loss")
-        if codes is None:
-            codes, start_theta = initial_codes(X, theta.shape[1], start_value)
+        if not warm:
+            fresh, start_theta = initial_codes(X, theta.shape[1], 1.0)
+            if np.isnan(start_value):
+                values = common_start_values(loss, X, beta, theta_linear, args["lam"],
+                                             args["rho"], args["theta_penalty"],
+                                             args["code_penalty"])
+                fresh *= np.repeat(values, np.diff(X.indptr))[:, None]
+                start_theta *= values[:, None]
+            else:
+                fresh *= start_value
+                start_theta *= start_value
+            if codes is None:
+                codes = fresh
+            else:
+                codes[:] = fresh
             theta[:] = start_theta
         objective, recon, n_iter = code_documents_numpy(
             loss, X, beta, codes, theta, means, theta_linear, args["lam"], args["gamma"],

@@ -15,7 +15,7 @@ from scipy.optimize import minimize_scalar
 
 from stc._core._coding import theta_from_codes
 from stc._core.numpy_coding import theta_closed_form
-from stc.coding import initial_codes, sparse_code
+from stc.coding import PENALTIES, initial_codes, sparse_code
 from stc.losses import BernoulliLoss, GaussianLoss, PoissonLoss, PythonLoss
 
 from numpy_losses import NumpyPoisson
@@ -626,3 +626,51 @@ def test_update_counter_counts_word_code_updates():
     with pytest.raises(ValueError, match="compiled loss"):
         sparse_code(NumpyPoisson(), X, beta, codes, theta,
                     updates=np.zeros(X.shape[0], dtype=np.int64), **params)
+
+
+@pytest.mark.parametrize("loss_name", sorted(LOSSES))
+@pytest.mark.parametrize("theta_penalty,code_penalty", [("l2", "l1"), ("l1", "l2")])
+def test_auto_start_is_the_best_common_value(loss_name, theta_penalty, code_penalty):
+    """start_value="auto": each document starts at argmin_c of its objective with all codes = c.
+
+    Checked against scipy's bounded scalar minimiser, on the compiled kernel
+    (max_iter=0 returns the start) and on its numpy twin.
+    """
+    from scipy.optimize import minimize_scalar
+
+    from stc._core.numpy_coding import common_start_values
+
+    X = random_corpus(44, n_docs=12, n_features=25, density=0.3, kind=data_kind(loss_name),
+                      empty=(5,))
+    K = 4
+    beta = random_dictionary(44, K, X.shape[1])
+    loss = LOSSES[loss_name]
+    lam, rho = 3.0, 0.05
+    theta = np.full((X.shape[0], K), np.nan)
+    sparse_code(loss, X, beta, None, theta, lam=lam, gamma=lam, rho=rho,
+                theta_penalty=theta_penalty, code_penalty=code_penalty, max_iter=0, tol=0.0,
+                start_value="auto")
+    twin = common_start_values(loss, X, beta, None, lam, rho, PENALTIES[theta_penalty],
+                               PENALTIES[code_penalty])
+    sums = beta.sum(axis=0)
+    upper = loss.mean_domain[1]
+    for d in range(X.shape[0]):
+        span = slice(X.indptr[d], X.indptr[d + 1])
+        if span.start == span.stop:
+            assert np.all(theta[d] == 0)
+            continue
+        assert np.all(theta[d] == theta[d, 0])  # one common value
+        y, B = X.data[span], sums[X.indices[span]]
+        n_codes = B.size * K
+
+        def g(c):
+            pen = c if theta_penalty == "l1" else c * c
+            code_pen = c if code_penalty == "l1" else c * c
+            return np.sum(loss.loss(y, c * B)) + lam * K * pen + rho * n_codes * code_pen
+
+        high = 0.5 * upper / B.max() if np.isfinite(upper) else 100.0
+        best = minimize_scalar(g, bounds=(1e-12, high), method="bounded",
+                               options={"xatol": 1e-12})
+        assert theta[d, 0] == pytest.approx(best.x, rel=1e-2, abs=1e-9)  # optimum may be 0
+        assert g(theta[d, 0]) <= g(best.x) + 1e-6 * abs(g(best.x))
+        assert twin[d] == pytest.approx(theta[d, 0], rel=1e-12)

@@ -242,9 +242,9 @@ class STC(TransformerMixin, BaseEstimator):
         keep = known[X.indices]
         Xk = X
         if not np.all(keep):
-            Xk = X.copy()
-            Xk.data = np.where(keep, Xk.data, 0.0)
-            Xk.eliminate_zeros()
+            kept_before = np.concatenate([[0], np.cumsum(keep)]).astype(np.int32)
+            Xk = sp.csr_matrix((X.data[keep], X.indices[keep], kept_before[X.indptr]),
+                               shape=X.shape, copy=False)
             Xk.indices = Xk.indices.astype(np.int32, copy=False)
             Xk.indptr = Xk.indptr.astype(np.int32, copy=False)
         # Coding new documents needs only theta: keep the word codes (an

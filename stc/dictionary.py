@@ -34,7 +34,7 @@ left unchanged, so coding may use it again later.
 import numpy as np
 
 from stc._core._simplex import mm_update_rows, project_rows_onto_simplex, simplex_multipliers
-from stc._core._sparse_ops import word_code_sums, word_code_sums_pair, word_means
+from stc._core._sparse_ops import word_code_sums, word_means
 from stc.losses import PoissonLoss
 
 
@@ -116,8 +116,9 @@ def update_dictionary(loss, layout, codes, beta, method="auto", max_iter=10, tol
     weighted_sums = None
     if method == "mm":
         # c and the first step's weighted sums in one pass over the codes.
-        plain, weighted_sums = word_code_sums_pair(layout.col_ptr, layout.col_entries, codes,
-                                                   _poisson_ratio(layout, means), n_jobs)
+        plain, weighted_sums = word_code_sums(layout.col_ptr, layout.col_entries, codes,
+                                              _poisson_ratio(layout, means), n_jobs,
+                                              with_plain=True)
         code_sums = np.ascontiguousarray(plain.T)
         multipliers = np.full(beta.shape[0], np.nan)  # warm-started from step to step
     step_size = None

@@ -469,7 +469,7 @@ def test_compiled_mm_update_matches_its_formula():
     (all its codes zero) is returned unchanged.
     """
     from stc._core._simplex import mm_update_rows
-    from stc._core._sparse_ops import word_code_sums, word_code_sums_pair
+    from stc._core._sparse_ops import word_code_sums
 
     X, layout, codes, beta = random_problem(12, n_docs=60, n_features=40, n_topics=5,
                                             unused=(3, 30), zero_codes=0.3)
@@ -481,7 +481,7 @@ def test_compiled_mm_update_matches_its_formula():
     plain = np.zeros((X.shape[1], 5))
     np.add.at(weighted, layout.indices, codes * ratio[:, None])
     np.add.at(plain, layout.indices, codes)
-    pair = word_code_sums_pair(layout.col_ptr, layout.col_entries, codes, ratio)
+    pair = word_code_sums(layout.col_ptr, layout.col_entries, codes, ratio, with_plain=True)
     np.testing.assert_allclose(pair[0], plain, rtol=1e-13, atol=1e-15)
     np.testing.assert_allclose(pair[1], weighted, rtol=1e-13, atol=1e-15)
     # the same sums as the single-sum function (the same order; the compiler

@@ -53,56 +53,39 @@ def word_means(const int[::1] indices, const double[:, ::1] codes,
     return out
 
 
+cdef inline void add_scaled_row(double* out, const double* row, double scale,
+                                Py_ssize_t length) noexcept nogil:
+    cdef Py_ssize_t k
+    for k in range(length):
+        out[k] += scale * row[k]
+
+
 def word_code_sums(const int[::1] col_ptr, const int[::1] col_entries,
-                   const double[:, ::1] codes, const double[::1] weights, n_jobs=None):
+                   const double[:, ::1] codes, const double[::1] weights, n_jobs=None,
+                   bint with_plain=False):
     """out[n, k] = sum over entries j of term n of weights[j] * codes[j, k].
 
     ``col_ptr``/``col_entries`` list, term by term, the positions j of the
     stored entries of each term (a CSC view of X's non-zeros). ``weights``
-    may be empty, meaning all ones.
+    may be empty, meaning all ones. With ``with_plain`` the unweighted sums
+    come from the same pass over the codes: returns (plain, weighted).
     """
     cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.shape[1], n, p, j, k
     cdef int n_threads = resolve_n_jobs(n_jobs)
     cdef bint weighted = weights.shape[0] > 0
     cdef Py_ssize_t n_entries = col_entries.shape[0]
     out = np.zeros((n_features, n_topics), dtype=np.float64)
-    cdef double[:, ::1] out_v = out
-    cdef double w
+    plain = np.zeros((n_features if with_plain else 1, n_topics if with_plain else 1),
+                     dtype=np.float64)
+    cdef double[:, ::1] out_v = out, plain_v = plain
     with nogil:
         for n in prange(n_features, schedule="static", num_threads=n_threads):
             for p in range(col_ptr[n], col_ptr[n + 1]):
                 if p + PREFETCH_DISTANCE < n_entries:
                     prefetch_row(&codes[col_entries[p + PREFETCH_DISTANCE], 0], n_topics)
                 j = col_entries[p]
-                w = weights[j] if weighted else 1.0
-                for k in range(n_topics):
-                    out_v[n, k] += w * codes[j, k]
-    return out
-
-
-def word_code_sums_pair(const int[::1] col_ptr, const int[::1] col_entries,
-                        const double[:, ::1] codes, const double[::1] weights, n_jobs=None):
-    """`word_code_sums` unweighted and weighted by ``weights``, in one pass over the codes.
-
-    Returns (plain, weighted), both (n_features, n_topics), each entry summed
-    in the same order as `word_code_sums` does.
-    """
-    cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.shape[1], n, p, j, k
-    cdef int n_threads = resolve_n_jobs(n_jobs)
-    plain = np.zeros((n_features, n_topics), dtype=np.float64)
-    weighted = np.zeros((n_features, n_topics), dtype=np.float64)
-    cdef double[:, ::1] plain_v = plain, weighted_v = weighted
-    cdef double w, x
-    cdef Py_ssize_t n_entries = col_entries.shape[0]
-    with nogil:
-        for n in prange(n_features, schedule="static", num_threads=n_threads):
-            for p in range(col_ptr[n], col_ptr[n + 1]):
-                if p + PREFETCH_DISTANCE < n_entries:
-                    prefetch_row(&codes[col_entries[p + PREFETCH_DISTANCE], 0], n_topics)
-                j = col_entries[p]
-                w = weights[j]
-                for k in range(n_topics):
-                    x = codes[j, k]
-                    plain_v[n, k] += x
-                    weighted_v[n, k] += w * x
-    return plain, weighted
+                add_scaled_row(&out_v[n, 0], &codes[j, 0], weights[j] if weighted else 1.0,
+                               n_topics)
+                if with_plain:  # the row is in cache now
+                    add_scaled_row(&plain_v[n, 0], &codes[j, 0], 1.0, n_topics)
+    return (plain, out) if with_plain else out

@@ -120,6 +120,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         compiled = build_compiled_example(tmp)
         sys.path.insert(0, str(EXAMPLES))
+        import python_loss  # noqa: E402, F401  (imported for its effect: registers "pseudo_huber")
 
         stc.losses.register("poisson_newton", compiled.PoissonNewtonLoss)
         stc.losses.register("pseudo_huber_compiled", compiled.PseudoHuberLoss)

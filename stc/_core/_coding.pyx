@@ -36,13 +36,9 @@ from stc._core._openmp import resolve_n_jobs
 # changes the objective by ~1e-6 of a document's coupling term, far below the
 # sweep tolerance, and saves a pass over the words in most blocks.
 cdef double BLOCK_NEWTON_RTOL = 1e-3
-
-def _set_block_rtol(double value):
-    """Testing hook: change BLOCK_NEWTON_RTOL (returns the previous value)."""
-    global BLOCK_NEWTON_RTOL
-    previous = BLOCK_NEWTON_RTOL
-    BLOCK_NEWTON_RTOL = value
-    return previous
+# After passing the minimiser, the Newton step back is lengthened by this
+# fraction so that it usually lands on the start's side.
+cdef double OVERSHOOT_NUDGE = 0.003
 
 cdef enum:
     PENALTY_L1 = 0
@@ -187,6 +183,10 @@ cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double*
         else:
             low = t
         t_new = t - slope / curvature
+        if step > 0 and (slope > 0.0) != (start_slope > 0.0):
+            # Past the minimiser: aim a little short of it, back on the start's
+            # side, where a close point is accepted (see BLOCK_NEWTON_RTOL).
+            t_new = t - (1.0 + OVERSHOOT_NUDGE) * slope / curvature
         if t_new <= 0.0 and low == 0.0 and t > 0.0:
             t_new = 0.0  # try the boundary itself: theta_k = 0 is often optimal
         elif t_new < low or t_new > high:

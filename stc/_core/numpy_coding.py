@@ -11,6 +11,7 @@ import numpy as np
 PENALTY_L1, PENALTY_L2 = 0, 1
 # Same as the compiled kernel's BLOCK_NEWTON_RTOL (see stc/_core/_coding.pyx).
 BLOCK_NEWTON_RTOL = 1e-3
+OVERSHOOT_NUDGE = 0.003
 
 
 def theta_closed_form(mean_code, linear, n_words, lam, gamma, penalty):
@@ -100,6 +101,9 @@ def _update_topic_block(loss, y, b, docs, codes_k, means, theta_k, linear_k, lam
         low = np.where(iterating & ~(slope > 0.0), t, low)
         with np.errstate(divide="ignore", invalid="ignore"):
             t_new = t - slope / curv
+            if step > 0:  # past the minimiser: aim a little short (OVERSHOOT_NUDGE)
+                past = (slope > 0.0) != (start_slope > 0.0)
+                t_new = np.where(past, t - (1.0 + OVERSHOOT_NUDGE) * slope / curv, t_new)
         to_zero = (t_new <= 0.0) & (low == 0.0) & (t > 0.0)
         outside = ~to_zero & ((t_new < low) | (t_new > high))
         bisect = np.where(np.isfinite(high), 0.5 * (low + high), 2.0 * low + 1.0)

@@ -90,6 +90,7 @@ def test_segment_objectives_match_the_objective_at_formed_codes(corpus):
     K = 4
     rng = np.random.default_rng(3)
     beta = rng.dirichlet(np.ones(Xv.shape[1]), K)
+    beta_t = np.ascontiguousarray(beta.T)
     old_codes, old_theta = rng.uniform(0, 2, (Xv.nnz, K)), rng.uniform(0, 2, (Xv.shape[0], K))
     new_codes, new_theta = rng.uniform(0, 2, (Xv.nnz, K)), rng.uniform(0, 2, (Xv.shape[0], K))
     new_codes[rng.random(new_codes.shape) < 0.3] = 0.0
@@ -97,7 +98,7 @@ def test_segment_objectives_match_the_objective_at_formed_codes(corpus):
     steps = np.array([0.0, 0.25, 0.5, 1.0])
     doc_of_entry = np.repeat(np.arange(Xv.shape[0]), np.diff(Xv.indptr))
     for theta_pen, code_pen in ((0, 0), (1, 1), (1, 0)):
-        obj, recon = segment_objectives(PoissonLoss(), Xv.indptr, Xv.indices, Xv.data, beta,
+        obj, recon = segment_objectives(PoissonLoss(), Xv.indptr, Xv.indices, Xv.data, beta_t,
                                         old_codes, new_codes, old_theta, new_theta, rows, steps,
                                         0.2, 0.3, 0.05, theta_pen, code_pen)
         t_entry = steps[np.searchsorted(rows, doc_of_entry)][:, None]
@@ -112,7 +113,7 @@ def test_segment_objectives_match_the_objective_at_formed_codes(corpus):
         np.testing.assert_allclose(recon, expected_recon[rows], rtol=1e-12)
     codes, theta = new_codes.copy(), new_theta.copy()
     means = np.full(Xv.nnz, -1.0)
-    move_along_segments(Xv.indptr, Xv.indices, beta, old_codes, codes, old_theta, theta, means,
+    move_along_segments(Xv.indptr, Xv.indices, beta_t, old_codes, codes, old_theta, theta, means,
                         rows, steps)
     for d, t in zip(rows, steps):
         span = slice(Xv.indptr[d], Xv.indptr[d + 1])

@@ -465,7 +465,7 @@ def theta_from_codes(double mean_code, double linear, double n_words, double lam
 
 
 def segment_objectives(CompiledLoss loss, const int[::1] indptr, const int[::1] indices,
-                       const double[::1] data, const double[:, ::1] beta,
+                       const double[::1] data, const double[:, ::1] beta_t,
                        const double[:, ::1] old_codes, const double[:, ::1] new_codes,
                        const double[:, ::1] old_theta, const double[:, ::1] new_theta,
                        const Py_ssize_t[::1] rows, const double[::1] steps,
@@ -476,15 +476,15 @@ def segment_objectives(CompiledLoss loss, const int[::1] indptr, const int[::1] 
     Document rows[i] is evaluated at step steps[i] along the segment from its
     old codes (word and document) to its new ones, without forming the
     intermediate codes. Returns (objective, loss part), one value per listed
-    document. Used by MedSTC's safeguard to backtrack the supervised
+    document. ``beta_t`` is the dictionary transposed, (n_features, n_topics).
+    Used by MedSTC's safeguard to backtrack the supervised
     coding step; documents are evaluated in parallel.
     """
-    cdef Py_ssize_t n_rows = rows.shape[0], n_topics = beta.shape[0], r, d, j, k
+    cdef Py_ssize_t n_rows = rows.shape[0], n_topics = beta_t.shape[1], r, d, j, k
     cdef int n_threads = resolve_n_jobs(n_jobs)
     objective = np.zeros(n_rows, dtype=np.float64)
     loss_part = np.zeros(n_rows, dtype=np.float64)
     cdef double[::1] objective_v = objective, loss_v = loss_part
-    cdef const double[:, ::1] beta_t = np.ascontiguousarray(np.asarray(beta).T)
     cdef double t, mean, x, th, reconstruction, coupling, code_pen, doc_pen
     cdef double* trial_theta
     cdef const double* topic_weights
@@ -526,18 +526,18 @@ def segment_objectives(CompiledLoss loss, const int[::1] indptr, const int[::1] 
 
 
 def move_along_segments(const int[::1] indptr, const int[::1] indices,
-                        const double[:, ::1] beta, const double[:, ::1] old_codes,
+                        const double[:, ::1] beta_t, const double[:, ::1] old_codes,
                         double[:, ::1] codes, const double[:, ::1] old_theta,
                         double[:, ::1] theta, double[::1] means, const Py_ssize_t[::1] rows,
                         const double[::1] steps, n_jobs=None):
     """Set the codes of documents ``rows`` to old + step * (current - old), in place.
 
     The means of their entries are recomputed from the new codes (summed in
-    the order `word_means` uses); other documents are left alone.
+    the order `word_means` uses, with ``beta_t`` the dictionary transposed);
+    other documents are left alone.
     """
     cdef Py_ssize_t n_rows = rows.shape[0], n_topics = theta.shape[1], r, d, j, k
     cdef int n_threads = resolve_n_jobs(n_jobs)
-    cdef const double[:, ::1] beta_t = np.ascontiguousarray(np.asarray(beta).T)
     cdef double t, acc
     with nogil:
         for r in prange(n_rows, schedule="static", num_threads=n_threads):

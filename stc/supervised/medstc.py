@@ -102,6 +102,7 @@ class _MaxMarginSupervisor:
         """
         old_codes, old_theta = previous
         n_docs = X.shape[0]
+        beta_t = np.ascontiguousarray(beta.T)  # one transpose for every evaluation below
         old_total = old_obj + self._hinge_share(old_theta)
         pending = doc_obj + self._hinge_share(theta) > old_total
         n_worse = int(np.sum(pending))
@@ -113,7 +114,7 @@ class _MaxMarginSupervisor:
             step *= 0.5
             rows = np.flatnonzero(pending)
             trial_obj, trial_loss = self._segment_objectives(
-                X, beta, old_codes, codes, old_theta, theta, rows, np.full(rows.size, step))
+                X, beta_t, old_codes, codes, old_theta, theta, rows, np.full(rows.size, step))
             trial_theta = old_theta[rows] + step * (theta[rows] - old_theta[rows])
             better = trial_obj + self._hinge_share_of(trial_theta, rows) <= old_total[rows]
             accepted = rows[better]
@@ -125,20 +126,20 @@ class _MaxMarginSupervisor:
         doc_obj = np.where(pending, old_obj, doc_obj)
         doc_loss = np.where(pending, old_loss, doc_loss)
         moved = np.flatnonzero(steps < 1.0)
-        move_along_segments(X.indptr, X.indices, beta, old_codes, codes, old_theta, theta,
+        move_along_segments(X.indptr, X.indices, beta_t, old_codes, codes, old_theta, theta,
                             means, moved, steps[moved], self.model.n_jobs)
         self.reverted.append(int(np.sum(pending)))
         self.shortened.append(n_worse - self.reverted[-1])
         return doc_obj, doc_loss
 
-    def _segment_objectives(self, X, beta, old_codes, codes, old_theta, theta, rows, steps):
+    def _segment_objectives(self, X, beta_t, old_codes, codes, old_theta, theta, rows, steps):
         """Objective (2) of documents ``rows`` at old + step * (new - old), and its loss part."""
         params = self.model._coding_params()
         penalties = (PENALTIES[params["theta_penalty"]], PENALTIES[params["code_penalty"]])
         rows = np.ascontiguousarray(rows, dtype=np.intp)
         steps = np.ascontiguousarray(steps, dtype=np.float64)
         if isinstance(self.loss, CompiledLoss):
-            return segment_objectives(self.loss, X.indptr, X.indices, X.data, beta, old_codes,
+            return segment_objectives(self.loss, X.indptr, X.indices, X.data, beta_t, old_codes,
                                       codes, old_theta, theta, rows, steps, params["lam"],
                                       params["gamma"], params["rho"], *penalties,
                                       self.model.n_jobs)
@@ -151,7 +152,7 @@ class _MaxMarginSupervisor:
         step_of_entry = steps[sub_doc][:, None]
         trial_codes = old_codes[entries] + step_of_entry * (codes[entries] - old_codes[entries])
         trial_theta = old_theta[rows] + steps[:, None] * (theta[rows] - old_theta[rows])
-        means = np.sum(trial_codes * beta.T[sub.indices], axis=1)
+        means = np.sum(trial_codes * beta_t[sub.indices], axis=1)
         return document_objectives(self.loss, sub, sub_doc, means, trial_codes, trial_theta,
                                    None, params["lam"], params["gamma"], params["rho"],
                                    *penalties)

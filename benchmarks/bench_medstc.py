@@ -3,7 +3,8 @@
 Usage::
 
     python benchmarks/bench_medstc.py [--quick | --topics K ...] [--cv]
-        [--C C] [--delta D] [--lambda L] [--rho R] [--max-iter N]  (default: MedSTC's)
+        [--C C] [--delta D] [--lambda L] [--rho R] [--refit-C RC|none] [--max-iter N]
+        (default: MedSTC's)
         [--threads 2] [--data-home DIR] [--output benchmarks/results_medstc.md]
         [--append] [--skip-stc] [--skip-lda] [--skip-medstc]
 
@@ -25,7 +26,8 @@ documents), it runs in the same process:
    LinearSVC on the training document-topic proportions (C by 3-fold CV on
    the training features).
 
-``--cv`` first cross-validates MedSTC's C (and optionally lambda_ and rho) on
+``--cv`` first cross-validates MedSTC's C (and optionally lambda_ and rho, and
+always refit_C over ``--cv-refit-C``, evaluated on top of each fit) on
 the TRAINING documents only at K=``--cv-topics`` (default 50), with a
 stratified ``--cv-folds``-fold split (default 2), prints the table and the
 chosen values, and uses them for the main runs (if any K are requested in the
@@ -92,7 +94,7 @@ class WarningLog:
 
 def medstc_params(args, K, **over):
     params = dict(n_topics=K, C=args.C, delta=args.delta, lambda_=args.lambda_, rho=args.rho,
-                  max_iter=args.max_iter, tol=args.tol, n_jobs=args.threads, random_state=0,
+                  refit_C=args.refit_C, max_iter=args.max_iter, tol=args.tol, n_jobs=args.threads, random_state=0,
                   verbose=args.verbose)
     params.update(over)
     return params
@@ -109,13 +111,13 @@ def objective_increases(objective):
     return int(np.count_nonzero(up)), rel
 
 
-def fit_medstc(params, Xtr, ytr, Xte, yte, label):
+def fit_medstc(params, Xtr, ytr, Xte, yte, label, keep_model=False):
     from stc.supervised import MedSTC
 
     model = MedSTC(**params)
     log(f"{label}: MedSTC fit {Xtr.shape[0]} docs, C={params['C']:g}, "
         f"delta={params['delta']:g}, lambda_={params['lambda_']:g}, rho={params['rho']:g}, "
-        f"max_iter={params['max_iter']} (load {load1():.2f})")
+        f"refit_C={params['refit_C']}, max_iter={params['max_iter']} (load {load1():.2f})")
     with WarningLog(label + " MedSTC fit") as wfit:
         start = time.perf_counter()
         model.fit(Xtr, ytr)
@@ -130,8 +132,10 @@ def fit_medstc(params, Xtr, ytr, Xte, yte, label):
                train_acc=float(model.train_accuracy_[-1]), n_iter=int(model.n_iter_),
                max_iter=int(model.max_iter), n_up=n_up, rel_up=rel_up,
                objective=np.asarray(model.objective_, dtype=float),
-               hinge=float(model.hinge_[-1]),
+               hinge=float(model.hinge_[-1]), refit_train_acc=model.refit_train_accuracy_,
                warnings=wfit.summary() + wpred.summary())
+    if keep_model:
+        res["model"] = model
     log(f"{label}: MedSTC acc {acc:.4f}, fit {fit_time:.1f}s, predict {predict_time:.1f}s, "
         f"n_iter {res['n_iter']}, train acc {res['train_acc']:.3f}, objective increases "
         f"{n_up} (max rel {rel_up:.2e}), objective {np.array2string(res['objective'], precision=6)}")
@@ -198,8 +202,27 @@ def run_lda_svm(K, Xall, ntr, ytr, yte, threads):
     return res
 
 
+def refit_accuracies(model, Xfit, yfit, Xval, yval, refit_Cs):
+    """Validation accuracy of MedSTC's final step (``refit_C``) for every C in ``refit_Cs``.
+
+    ``model`` was fitted with ``refit_C=None``; refitting eta on its label-free
+    training codes is exactly what ``fit`` does with ``refit_C=c`` (the test
+    ``test_refit_C_is_the_svm_on_label_free_training_codes`` checks it), so
+    one fit serves every value.
+    """
+    from stc.supervised import CuttingPlaneSVM
+
+    theta_fit, theta_val = model.transform(Xfit), model.transform(Xval)
+    accs = {}
+    for c in refit_Cs:
+        svm = CuttingPlaneSVM(C=c, cost=model.delta, tol=model.svm_tol,
+                              max_iter=model.svm_max_iter).fit(theta_fit, yfit)
+        accs[c] = float(np.mean(svm.predict(theta_val) == yval))
+    return accs
+
+
 def run_cv(args, Xtr, ytr):
-    """Stratified k-fold CV of MedSTC's (C, lambda_, rho) on the training documents."""
+    """Stratified k-fold CV of MedSTC's (C, lambda_, rho, refit_C) on the training documents."""
     from sklearn.model_selection import StratifiedKFold
 
     K = args.cv_topics
@@ -207,29 +230,37 @@ def run_cv(args, Xtr, ytr):
         np.zeros(Xtr.shape[0]), ytr))
     rows = []
     grid = list(itertools.product(args.cv_lambdas, args.cv_rhos, args.cv_C))
-    log(f"CV: K={K}, {args.cv_folds} folds, {len(grid)} settings, max_iter={args.cv_max_iter}")
+    refit_grid = [None] + list(args.cv_refit_C)
+    log(f"CV: K={K}, {args.cv_folds} folds, {len(grid)} settings x refit_C in {refit_grid}, "
+        f"max_iter={args.cv_max_iter}")
     for lam, rho, C in grid:
         fold_res = []
         for f, (tr, va) in enumerate(folds):
-            params = medstc_params(args, K, C=C, lambda_=lam, rho=rho,
+            params = medstc_params(args, K, C=C, lambda_=lam, rho=rho, refit_C=None,
                                    max_iter=args.cv_max_iter)
-            fold_res.append(fit_medstc(params, Xtr[tr], ytr[tr], Xtr[va], ytr[va],
-                                       f"CV C={C:g} lambda={lam:g} rho={rho:g} fold {f + 1}"))
-        accs = [r["acc"] for r in fold_res]
-        rows.append(dict(C=C, lambda_=lam, rho=rho, delta=args.delta, accs=accs,
-                         mean=float(np.mean(accs)), std=float(np.std(accs)),
-                         fit_time=float(np.mean([r["fit_time"] for r in fold_res])),
-                         train_acc=float(np.mean([r["train_acc"] for r in fold_res])),
-                         n_iter=[r["n_iter"] for r in fold_res],
-                         n_up=sum(r["n_up"] for r in fold_res),
-                         rel_up=max(r["rel_up"] for r in fold_res),
-                         warnings=[w for r in fold_res for w in r["warnings"]]))
-        log(f"CV C={C:g} lambda={lam:g} rho={rho:g}: mean acc {rows[-1]['mean']:.4f} "
-            f"(folds {', '.join(f'{a:.4f}' for a in accs)})")
+            res = fit_medstc(params, Xtr[tr], ytr[tr], Xtr[va], ytr[va],
+                             f"CV C={C:g} lambda={lam:g} rho={rho:g} fold {f + 1}",
+                             keep_model=True)
+            res["refit_accs"] = refit_accuracies(res.pop("model"), Xtr[tr], ytr[tr], Xtr[va],
+                                                 ytr[va], args.cv_refit_C)
+            res["refit_accs"][None] = res["acc"]
+            fold_res.append(res)
+        for refit_C in refit_grid:
+            accs = [r["refit_accs"][refit_C] for r in fold_res]
+            rows.append(dict(C=C, lambda_=lam, rho=rho, refit_C=refit_C, delta=args.delta,
+                             accs=accs, mean=float(np.mean(accs)), std=float(np.std(accs)),
+                             fit_time=float(np.mean([r["fit_time"] for r in fold_res])),
+                             train_acc=float(np.mean([r["train_acc"] for r in fold_res])),
+                             n_iter=[r["n_iter"] for r in fold_res],
+                             n_up=sum(r["n_up"] for r in fold_res),
+                             rel_up=max(r["rel_up"] for r in fold_res),
+                             warnings=[w for r in fold_res for w in r["warnings"]]))
+            log(f"CV C={C:g} lambda={lam:g} rho={rho:g} refit_C={refit_C}: mean acc "
+                f"{rows[-1]['mean']:.4f} (folds {', '.join(f'{a:.4f}' for a in accs)})")
         yield rows, None
     best = max(rows, key=lambda r: r["mean"])
-    log(f"CV chosen: C={best['C']:g}, lambda_={best['lambda_']:g}, rho={best['rho']:g} "
-        f"(mean acc {best['mean']:.4f})")
+    log(f"CV chosen: C={best['C']:g}, lambda_={best['lambda_']:g}, rho={best['rho']:g}, "
+        f"refit_C={best['refit_C']} (mean acc {best['mean']:.4f})")
     yield rows, best
 
 
@@ -249,15 +280,18 @@ def render_cv(args, rows, best, train_docs):
              f"{args.cv_folds - 1}/{args.cv_folds} of them and scored on the held-out part "
              f"(coded without labels). delta={args.delta:g}, max_iter={args.cv_max_iter}, "
              f"tol={args.tol:g}, random_state=0.", "",
-             "| C | lambda_ | rho | equiv. LinearSVC C' = C/(delta*D) | mean val. acc | std "
-             "| fold accs | mean train acc | n_iter_ per fold | mean fit (s) "
+             "refit_C = none is the loop's eta; a number is the final step refitting eta on "
+             "the label-free training codes.", "",
+             "| C | lambda_ | rho | refit_C | equiv. LinearSVC C' = C/(delta*D) | mean val. acc "
+             "| std | fold accs | mean train acc (loop) | n_iter_ per fold | mean fit (s) "
              "| objective increases |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     n_fit = train_docs * (args.cv_folds - 1) // args.cv_folds
     for r in rows:
         mark = " **(chosen)**" if best is not None and r is best else ""
         lines.append(
             f"| {r['C']:g}{mark} | {r['lambda_']:g} | {r['rho']:g} | "
+            f"{'none' if r['refit_C'] is None else format(r['refit_C'], 'g')} | "
             f"{r['C'] / (r['delta'] * n_fit):.3g} | {r['mean']:.4f} | {r['std']:.4f} | "
             f"{', '.join(f'{a:.4f}' for a in r['accs'])} | {r['train_acc']:.3f} | "
             f"{', '.join(map(str, r['n_iter']))} | {r['fit_time']:.1f} | "
@@ -265,12 +299,14 @@ def render_cv(args, rows, best, train_docs):
     lines.append("")
     if best is not None:
         lines += [f"Chosen: C={best['C']:g}, delta={best['delta']:g}, "
-                  f"lambda_={best['lambda_']:g}, rho={best['rho']:g} "
-                  f"(mean validation accuracy {best['mean']:.4f}).", ""]
+                  f"lambda_={best['lambda_']:g}, rho={best['rho']:g}, "
+                  f"refit_C={best['refit_C']} (mean validation accuracy {best['mean']:.4f}).", ""]
     else:
         lines += ["(CV incomplete.)", ""]
     warns = []
     for r in rows:
+        if r["refit_C"] is not None:
+            continue  # the same fits as the refit_C = none row
         summary = {}
         for text, count in r["warnings"]:
             summary[text] = summary.get(text, 0) + count
@@ -284,8 +320,8 @@ def render_cv(args, rows, best, train_docs):
 def render_main(args, rows):
     lines = ["## Test accuracy vs. number of topics (paper Fig. 5/6)", "",
              f"MedSTC: `MedSTC(n_topics=K, C={args.C:g}, delta={args.delta:g}, "
-             f"lambda_={args.lambda_:g}, rho={args.rho:g}, max_iter={args.max_iter}, "
-             f"tol={args.tol:g}, n_jobs={args.threads}, random_state=0)` on the training split; "
+             f"lambda_={args.lambda_:g}, rho={args.rho:g}, refit_C={args.refit_C}, "
+             f"max_iter={args.max_iter}, tol={args.tol:g}, n_jobs={args.threads}, random_state=0)` on the training split; "
              "test documents coded without labels. STC+SVM: `STC(n_topics=K, random_state=0)` "
              "(defaults otherwise) on train+test; LDA+SVM: `LatentDirichletAllocation(n_components=K, "
              "learning_method='batch', random_state=0)` (max_iter=10 default) on train+test; both "
@@ -302,9 +338,10 @@ def render_main(args, rows):
 
     if any(r.get("med") for r in rows):
         lines += ["MedSTC details:", "",
-                  "| K | test acc | fit (s) | predict test (s) | final train acc | n_iter_ "
+                  "| K | test acc | fit (s) | predict test (s) | final train acc (loop) "
+                  "| train acc of refitted eta | n_iter_ "
                   "| final hinge R_h | objective_ ever increased | 1-min load at start |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for r in rows:
             m = r.get("med")
             if not m:
@@ -312,7 +349,9 @@ def render_main(args, rows):
             n_iter = f"{m['n_iter']}" + (" (hit max_iter)" if m["n_iter"] >= m["max_iter"] else "")
             up = "no" if m["n_up"] == 0 else f"YES, {m['n_up']}x (max rel {m['rel_up']:.1e})"
             lines.append(f"| {r['K']} | {m['acc']:.4f} | {m['fit_time']:.1f} | "
-                         f"{m['predict_time']:.2f} | {m['train_acc']:.3f} | {n_iter} | "
+                         f"{m['predict_time']:.2f} | {m['train_acc']:.3f} | "
+                         f"{'-' if m['refit_train_acc'] is None else format(m['refit_train_acc'], '.3f')} | "
+                         f"{n_iter} | "
                          f"{m['hinge']:.4g} | {up} | {r['load']:.2f} |")
         lines.append("")
 
@@ -385,6 +424,9 @@ def main(argv=None):
                       ("--rho", "rho"), ("--tol", "tol")):
         parser.add_argument(flag, dest=key, type=float, default=float(defaults[key]),
                             help=f"MedSTC {key} (default {defaults[key]:g}, the estimator's)")
+    parser.add_argument("--refit-C", dest="refit_C", type=lambda v: None if v == "none" else float(v),
+                        default=defaults["refit_C"],
+                        help=f"MedSTC refit_C, or 'none' (default {defaults['refit_C']}, the estimator's)")
     parser.add_argument("--max-iter", type=int, default=defaults["max_iter"],
                         help=f"MedSTC max_iter (default {defaults['max_iter']}, the estimator's)")
     parser.add_argument("--verbose", type=int, default=0, help="MedSTC verbose level")
@@ -395,6 +437,8 @@ def main(argv=None):
     parser.add_argument("--cv-C", type=float, nargs="+", default=[300.0, 1000.0, 3000.0, 10000.0])
     parser.add_argument("--cv-lambdas", type=float, nargs="+", default=[0.1])
     parser.add_argument("--cv-rhos", type=float, nargs="+", default=[0.01])
+    parser.add_argument("--cv-refit-C", type=float, nargs="*", default=[1e5, 3e5, 1e6, 3e6, 1e7],
+                        help="refit_C values tried on top of each setting (besides none)")
     parser.add_argument("--cv-max-iter", type=int, default=15)
     parser.add_argument("--skip-medstc", action="store_true")
     parser.add_argument("--skip-stc", action="store_true")
@@ -440,6 +484,7 @@ def main(argv=None):
             cv_state = (cv_rows, best, Xtr.shape[0])
             write()
         args.C, args.lambda_, args.rho = best["C"], best["lambda_"], best["rho"]
+        args.refit_C = best["refit_C"]
 
     Xall = sp.vstack([Xtr, Xte], format="csr")
     ntr = Xtr.shape[0]

@@ -170,7 +170,8 @@ class STC(TransformerMixin, BaseEstimator):
         """Outer loop: code all documents (warm start), then update the dictionary.
 
         ``supervisor`` (MedSTC) plugs in the supervised parts: the linear term
-        of the document-code step (`linear_term`), a check of the new codes
+        of the document-code step (`linear_term`), the documents that step
+        codes (`documents_to_code`), a check of the new codes
         against the supervised objective (`safeguard`), and the classifier
         step after the dictionary step (`classifier_step`, which returns the
         objective terms it adds).
@@ -191,11 +192,14 @@ class STC(TransformerMixin, BaseEstimator):
                         saved = (np.empty_like(codes), np.empty_like(theta))
                     np.copyto(saved[0], codes)
                     np.copyto(saved[1], theta)
-            start_values = None if theta_linear is None else np.empty((X.shape[0], 2))
+            start_values, active = None, None
+            if theta_linear is not None:
+                start_values = np.empty((X.shape[0], 2))
+                active = supervisor.documents_to_code(iteration)
             doc_obj, doc_loss, _, means = sparse_code(
                 loss, X, beta, codes, theta, max_iter=self.inner_max_iter,
                 tol=self.inner_tol, theta_linear=theta_linear, n_jobs=self.n_jobs,
-                start_values=start_values, **params)
+                start_values=start_values, active=active, **params)
             if theta_linear is not None:  # the linear term is not part of problem (2)
                 doc_obj = doc_obj + np.sum(theta_linear * theta, axis=1)
                 old_obj = start_values[:, 0] + np.sum(theta_linear * saved[1], axis=1)

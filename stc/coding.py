@@ -51,7 +51,7 @@ def start_value_in_domain(loss, X, beta, value=1.0):
 
 def sparse_code(loss, X, beta, codes, theta, *, lam, gamma, rho, theta_penalty, code_penalty,
                 max_iter, tol, theta_linear=None, newton_steps=BLOCK_NEWTON_STEPS,
-                n_jobs=None, start_value=None, updates=None, start_values=None):
+                n_jobs=None, start_value=None, updates=None, start_values=None, active=None):
     """Code every document of CSR ``X`` in place, warm-started from ``codes``/``theta``.
 
     Returns (per-document objective, per-document loss part, per-document
@@ -67,7 +67,9 @@ def sparse_code(loss, X, beta, codes, theta, *, lam, gamma, rho, theta_penalty, 
     losses only), an int64 array of n_docs, receives each document's number
     of word-code updates. ``start_values``, a (n_docs, 2) array, receives
     each document's objective (minus ``theta_linear`` . theta) and loss part
-    at the start codes.
+    at the start codes. ``active`` (warm start only), a boolean array of
+    n_docs, leaves the documents where it is False as they are: no sweep,
+    their means and objective computed at their current codes.
     """
     means = np.zeros(X.nnz, dtype=np.float64)
     args = dict(lam=float(lam), gamma=float(gamma), rho=float(rho),
@@ -80,12 +82,19 @@ def sparse_code(loss, X, beta, codes, theta, *, lam, gamma, rho, theta_penalty, 
         start_value = np.nan
     else:
         start_value = float(start_value)
+    if active is not None:
+        if not warm:
+            raise ValueError("active needs a warm start (codes given and start_value None)")
+        active = np.asarray(active)
+        if active.shape != (X.shape[0],) or active.dtype != bool:
+            raise ValueError(f"active must be a boolean array of shape ({X.shape[0]},)")
     if isinstance(loss, CompiledLoss):
         objective, recon, n_iter = code_documents(
             loss, X.indptr, X.indices, X.data, beta, codes, theta, means, theta_linear,
             args["lam"], args["gamma"], args["rho"], args["theta_penalty"],
             args["code_penalty"], args["max_iter"], args["tol"], int(newton_steps), n_jobs,
-            start_value, warm, updates, start_values)
+            start_value, warm, updates, start_values,
+            None if active is None else np.ascontiguousarray(active, dtype=np.uint8))
     else:
         if updates is not None:
             raise ValueError("counting updates needs a compiled loss")
@@ -108,5 +117,5 @@ def sparse_code(loss, X, beta, codes, theta, *, lam, gamma, rho, theta_penalty, 
         objective, recon, n_iter = code_documents_numpy(
             loss, X, beta, codes, theta, means, theta_linear, args["lam"], args["gamma"],
             args["rho"], args["theta_penalty"], args["code_penalty"], args["max_iter"],
-            args["tol"], int(newton_steps), start_values)
+            args["tol"], int(newton_steps), start_values, active)
     return objective, recon, n_iter, means

@@ -674,3 +674,55 @@ def test_auto_start_is_the_best_common_value(loss_name, theta_penalty, code_pena
         assert theta[d, 0] == pytest.approx(best.x, rel=1e-2, abs=1e-9)  # optimum may be 0
         assert g(theta[d, 0]) <= g(best.x) + 1e-6 * abs(g(best.x))
         assert twin[d] == pytest.approx(theta[d, 0], rel=1e-12)
+
+
+@pytest.mark.parametrize("loss", [PoissonLoss(), NumpyPoisson()], ids=["compiled", "numpy"])
+def test_inactive_documents_are_left_as_they_are(loss):
+    """active=False: codes untouched, objective and means those of the current codes;
+    the active documents are coded exactly as if they were coded alone."""
+    X = random_corpus(43, n_docs=30, n_features=25, density=0.3, kind="counts", empty=(5,))
+    K = 4
+    beta = random_dictionary(43, K, X.shape[1])
+    rng = np.random.default_rng(43)
+    params = dict(lam=0.2, gamma=0.3, rho=0.05, theta_penalty="l2", code_penalty="l1",
+                  max_iter=20, tol=1e-8, theta_linear=rng.normal(size=(X.shape[0], K)))
+    codes, theta = initial_codes(X, K, 1.0)
+    codes *= rng.uniform(0.5, 1.5, size=codes.shape)
+    active = rng.random(X.shape[0]) < 0.5
+    active[[0, 5]] = False, True
+    c_all, t_all = codes.copy(), theta.copy()
+    obj_all, loss_all, it_all, means_all = sparse_code(loss, X, beta, c_all, t_all, **params)
+    c, t = codes.copy(), theta.copy()
+    start = np.empty((X.shape[0], 2))
+    obj, loss_part, it, means = sparse_code(loss, X, beta, c, t, active=active,
+                                            start_values=start, **params)
+    entries = np.repeat(active, np.diff(X.indptr))
+    # inactive: nothing moves, the objective is the one at the current codes
+    np.testing.assert_array_equal(c[~entries], codes[~entries])
+    np.testing.assert_array_equal(t[~active], theta[~active])
+    assert np.all(it[~active] == 0)
+    np.testing.assert_array_equal(obj[~active], start[~active, 0])
+    np.testing.assert_array_equal(loss_part[~active], start[~active, 1])
+    c0, t0 = codes.copy(), theta.copy()
+    ref_obj, ref_loss, _, ref_means = sparse_code(loss, X, beta, c0, t0, **dict(params, max_iter=0))
+    np.testing.assert_allclose(obj[~active], ref_obj[~active], rtol=1e-13)
+    np.testing.assert_allclose(means[~entries], (codes * beta.T[X.indices]).sum(1)[~entries],
+                               rtol=1e-12)
+    # active: the same as coding everything (documents are independent)
+    np.testing.assert_array_equal(c[entries], c_all[entries])
+    np.testing.assert_array_equal(t[active], t_all[active])
+    np.testing.assert_array_equal(obj[active], obj_all[active])
+    np.testing.assert_array_equal(means[entries], means_all[entries])
+    assert it[active & (np.diff(X.indptr) > 0)].min() >= 1
+
+
+def test_active_is_validated():
+    X = random_corpus(44, n_docs=6, n_features=8, density=0.5, kind="counts")
+    beta = random_dictionary(44, 2, X.shape[1])
+    params = dict(lam=0.2, gamma=0.3, rho=0.05, theta_penalty="l2", code_penalty="l1",
+                  max_iter=5, tol=1e-8)
+    codes, theta = initial_codes(X, 2, 1.0)
+    with pytest.raises(ValueError, match="active must be a boolean array"):
+        sparse_code(PoissonLoss(), X, beta, codes, theta, active=np.ones(5, bool), **params)
+    with pytest.raises(ValueError, match="active needs a warm start"):
+        sparse_code(PoissonLoss(), X, beta, None, theta, active=np.ones(6, bool), **params)

@@ -141,3 +141,82 @@ def test_objective_4_never_increases_with_a_pure_python_loss(corpus):
     rises = np.diff(model.objective_) / np.abs(model.objective_[:-1])
     assert np.all(rises <= 1e-9), rises
     assert model.objective_[-1] < model.objective_[0]
+
+
+def test_refit_C_is_the_svm_on_label_free_training_codes(corpus):
+    """The final step refits eta on transform(X) (codes without labels), nothing else."""
+    from stc.supervised import CuttingPlaneSVM
+    from stc.supervised.svm import primal_objective
+
+    X, y, _, _ = corpus
+    params = dict(n_topics=5, C=1000.0, lambda_=1.0, max_iter=3, random_state=0, n_jobs=2)
+    joint = MedSTC(refit_C=None, **params).fit(X, y)
+    assert joint.coef_ is joint.joint_coef_ and joint.refit_train_accuracy_ is None
+    refit = MedSTC(refit_C=1e5, **params).fit(X, y)
+    # the loop is untouched by the final step
+    np.testing.assert_array_equal(refit.joint_coef_, joint.coef_)
+    np.testing.assert_array_equal(refit.components_, joint.components_)
+    np.testing.assert_array_equal(refit.objective_, joint.objective_)
+    theta = joint.transform(X)
+    svm = CuttingPlaneSVM(C=1e5, cost=joint.delta, tol=joint.svm_tol,
+                          max_iter=joint.svm_max_iter).fit(theta, y)
+    np.testing.assert_array_equal(refit.coef_, svm.coef_)
+    assert refit.refit_train_accuracy_ == np.mean(refit.predict(X) == y)
+    # coef_ solves the SVM on the label-free codes to the cutting-plane guarantee,
+    # so the loop's eta cannot do better there
+    gap = 1.01 * 1e5 * joint.svm_tol * joint.delta
+    assert primal_objective(refit.coef_, theta, y, 1e5, joint.delta) <= \
+        primal_objective(refit.joint_coef_, theta, y, 1e5, joint.delta) + gap
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, np.inf, "big"])
+def test_bad_refit_C_is_refused(corpus, bad):
+    X, y, _, _ = corpus
+    with pytest.raises((ValueError, TypeError), match="refit_C"):
+        MedSTC(n_topics=2, max_iter=1, refit_C=bad).fit(X, y)
+
+
+def test_rejected_documents_back_off_exponentially():
+    """A document rejected r times in a row sits out min(2^(r-1), 8) iterations."""
+    from stc.supervised.medstc import _MaxMarginSupervisor
+
+    sup = _MaxMarginSupervisor(MedSTC(), loss=None, y_index=np.array([0, 1]))
+    coded_at = []
+    for iteration in range(2, 40):
+        active = sup.documents_to_code(iteration)
+        if active[0]:
+            coded_at.append(iteration)
+        sup._record_outcome(np.array([True, False]))  # doc 0 always rejected, doc 1 never
+        assert active[1]
+    gaps = np.diff(coded_at) - 1  # iterations sat out between two tries
+    np.testing.assert_array_equal(gaps, [1, 2, 4, 8, 8, 8][:gaps.size])
+    assert gaps.size >= 5
+    # an accepted step resets the back-off
+    sup.documents_to_code(coded_at[-1] + 9)
+    sup._record_outcome(np.array([False, False]))
+    assert sup.documents_to_code(coded_at[-1] + 10)[0]
+
+
+def test_backoff_leaves_skipped_documents_untouched(corpus, monkeypatch):
+    """With skipped documents the codes of a skipped document do not change that iteration."""
+    import stc._stc as stc_module
+
+    X, y, _, _ = corpus
+    seen = []
+    original = stc_module.sparse_code
+
+    def spy(loss, Xv, beta, codes, theta, **kw):
+        before = None if kw.get("active") is None else (codes.copy(), theta.copy())
+        result = original(loss, Xv, beta, codes, theta, **kw)
+        if before is not None and not kw["active"].all():
+            entries = np.repeat(~kw["active"], np.diff(Xv.indptr))
+            np.testing.assert_array_equal(codes[entries], before[0][entries])
+            np.testing.assert_array_equal(theta[~kw["active"]], before[1][~kw["active"]])
+            seen.append(int(np.sum(~kw["active"])))
+        return result
+
+    monkeypatch.setattr(stc_module, "sparse_code", spy)
+    model = MedSTC(n_topics=5, max_iter=10, tol=0, random_state=0).fit(X, y)
+    assert seen and max(seen) > 0  # documents were skipped
+    rises = np.diff(model.objective_) / np.abs(model.objective_[:-1])
+    assert np.all(rises <= 1e-9), rises

@@ -386,7 +386,7 @@ def code_documents(CompiledLoss loss, const int[::1] indptr, const int[::1] indi
                    theta_linear, double lam, double gamma, double rho,
                    int theta_penalty, int code_penalty, int max_iter, double tol,
                    int newton_steps, n_jobs, double start_value=NAN, bint warm_start=True,
-                   updates=None, start_values=None):
+                   updates=None, start_values=None, active=None):
     """Code every document of a CSR matrix in place (warm start from `codes`, `theta`).
 
     Returns per-document arrays (objective, loss part, iterations used).
@@ -402,6 +402,9 @@ def code_documents(CompiledLoss loss, const int[::1] indptr, const int[::1] indi
     of word-code updates (for throughput measurements). `start_values`, if
     given, is a (n_docs, 2) array that receives each document's objective
     (minus b_d . theta_d, as coded) and its loss part at the start codes.
+    `active`, if given (warm start only), is a uint8 array of n_docs: a
+    document with active[d] == 0 is not coded (no sweep); its means,
+    objective and start values are those of its current codes.
     """
     cdef Py_ssize_t n_docs = indptr.shape[0] - 1, n_topics = beta.shape[0], d
     cdef int n_threads = resolve_n_jobs(n_jobs)
@@ -427,6 +430,14 @@ def code_documents(CompiledLoss loss, const int[::1] indptr, const int[::1] indi
         updates_v = updates
         if updates_v.shape[0] != n_docs:
             raise ValueError(f"updates must have one entry per document ({n_docs})")
+    cdef bint some_inactive = active is not None
+    cdef const unsigned char[::1] active_v
+    if some_inactive:
+        if not warm:
+            raise ValueError("active needs a warm start (codes given, warm_start=True)")
+        active_v = active
+        if active_v.shape[0] != n_docs:
+            raise ValueError(f"active must have one entry per document ({n_docs})")
     if has_linear:
         linear_v = theta_linear
     else:
@@ -448,7 +459,8 @@ def code_documents(CompiledLoss loss, const int[::1] indptr, const int[::1] indi
                 code_one_document(loss, d, indptr, indices, data, beta, codes_v, has_codes,
                                   warm, start_value, theta, means, work,
                                   &linear_v[d, 0] if has_linear else NULL,
-                                  lam, gamma, rho, theta_penalty, code_penalty, max_iter, tol,
+                                  lam, gamma, rho, theta_penalty, code_penalty,
+                                  max_iter if not some_inactive or active_v[d] else 0, tol,
                                   newton_steps, &objective_v[d], &loss_v[d], &n_iter_v[d],
                                   &updates_v[d] if count_updates else NULL,
                                   &start_v[d, 0] if keep_start else NULL)

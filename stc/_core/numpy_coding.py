@@ -127,8 +127,12 @@ def _update_topic_block(loss, y, b, docs, codes_k, means, theta_k, linear_k, lam
 
 def code_documents_numpy(loss, X, beta, codes, theta, means, theta_linear, lam, gamma, rho,
                          theta_penalty, code_penalty, max_iter, tol, newton_steps,
-                         start_values=None):
-    """In-place coding of the CSR matrix X; same contract and updates as `code_documents`."""
+                         start_values=None, active=None):
+    """In-place coding of the CSR matrix X; same contract and updates as `code_documents`.
+
+    ``active`` (boolean per document, or None for all) leaves the documents
+    where it is False uncoded, as the kernel's ``active`` does.
+    """
     n_docs, n_topics = theta.shape
     lengths = np.diff(X.indptr)
     doc_of_entry = np.repeat(np.arange(n_docs), lengths)
@@ -143,6 +147,8 @@ def code_documents_numpy(loss, X, beta, codes, theta, means, theta_linear, lam, 
         start_values[:, 1] = recon
     n_iter = np.zeros(n_docs, dtype=np.intc)
     active_docs = lengths > 0
+    if active is not None:
+        active_docs &= active
     linear = np.zeros_like(theta) if theta_linear is None else theta_linear
     for _ in range(max_iter):
         if not active_docs.any():

@@ -97,24 +97,23 @@ cdef double document_objective(CompiledLoss loss, Py_ssize_t n_words, const doub
 cdef inline double solve_topic_words(CompiledLoss loss, Py_ssize_t n_words, const double* y,
                                      const double* b, double* s_k, const double* rests,
                                      double t, double quad, double rho_lin, double gamma,
-                                     double* curvature) noexcept nogil:
+                                     double* scratch, double* curvature) noexcept nogil:
     """Word-code step of topic k with theta_k = t: every word independently.
 
     ``b`` and ``s_k`` are the topic's weights beta_kn and codes s_nk of the
-    document's words. Returns sum_n 2 gamma (t - s_nk) (the coupling part of
-    the derivative in t of the block objective) and, in ``curvature``, the
-    matching part of its second derivative, using
-    ds_nk/dt = 2 gamma / (b^2 l'' + 2 quad) for s_nk > 0.
+    document's words; ``scratch`` holds n_words doubles. Returns
+    sum_n 2 gamma (t - s_nk) (the coupling part of the derivative in t of the
+    block objective) and, in ``curvature``, the matching part of its second
+    derivative, using ds_nk/dt = 2 gamma / (b^2 l'' + 2 quad) for s_nk > 0.
     """
     cdef Py_ssize_t i
     cdef double x, slope = 0.0, curv = 0.0, lin = rho_lin - 2.0 * gamma * t
+    loss._solve_coordinates(n_words, y, b, rests, quad, lin, s_k, scratch)
     for i in range(n_words):
-        x = loss._solve_coordinate(y[i], b[i], rests[i], quad, lin, s_k[i])
-        s_k[i] = x
+        x = s_k[i]
         slope += 2.0 * gamma * (t - x)
         if x > 0.0:
-            curv += 2.0 * gamma * (1.0 - 2.0 * gamma / (
-                b[i] * b[i] * loss._hessian(y[i], rests[i] + b[i] * x) + 2.0 * quad))
+            curv += 2.0 * gamma * (1.0 - 2.0 * gamma / (scratch[i] + 2.0 * quad))
         else:
             curv += 2.0 * gamma
     curvature[0] = curv
@@ -122,7 +121,7 @@ cdef inline double solve_topic_words(CompiledLoss loss, Py_ssize_t n_words, cons
 
 
 cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double* y,
-                             const double* b, double* s_k, double* means,
+                             const double* b, double* s_k, double* means, double* scratch,
                              double* theta_k, double linear_k,
                              double lam, double gamma, double quad, double rho_lin,
                              int theta_penalty, int newton_steps) noexcept nogil:
@@ -152,7 +151,7 @@ cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double*
             means[i] = 0.0
     for step in range(newton_steps + 1):
         slope = solve_topic_words(loss, n_words, y, b, s_k, means, t, quad, rho_lin, gamma,
-                                  &curvature)
+                                  scratch, &curvature)
         passes += 1
         if theta_penalty == PENALTY_L1:
             pen_slope, pen_curv = lam, 0.0
@@ -200,7 +199,8 @@ cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double*
         # Stopped past the minimiser: phi may exceed its start value there,
         # so fall back to the last point on the start's side (phi <= start).
         t = safe_t
-        solve_topic_words(loss, n_words, y, b, s_k, means, t, quad, rho_lin, gamma, &curvature)
+        solve_topic_words(loss, n_words, y, b, s_k, means, t, quad, rho_lin, gamma, scratch,
+                          &curvature)
         passes += 1
     theta_k[0] = t
     for i in range(n_words):
@@ -285,8 +285,9 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d,
                             double* start_out) noexcept nogil:
     """Code document d, from its stored codes (``warm``) or all codes at start_value.
 
-    ``work`` holds at least 2 * K * n_words doubles: the word codes s and the
-    topic weights b of the document's words, both topic by topic. If
+    ``work`` holds at least (2 K + 1) n_words doubles: the word codes s and the
+    topic weights b of the document's words, both topic by topic, and
+    scratch for one topic's word curvatures. If
     ``updates_out`` is not NULL it receives the number of word-code updates
     made (every pass of every topic block counts each word once); if
     ``start_out`` is not NULL it receives the objective and its loss part at
@@ -297,6 +298,7 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d,
     cdef double quad, rho_lin, previous, current, loss_part, acc
     cdef double* s = work
     cdef double* b = work + n_topics * n_words
+    cdef double* scratch = work + 2 * n_topics * n_words
     cdef double* m = &means[start] if n_words > 0 else NULL
     cdef const double* y = &data[start] if n_words > 0 else NULL
     cdef double* theta_d = &theta[d, 0]
@@ -347,7 +349,7 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d,
         # theta_k optionally moving with them (see update_topic_block).
         for k in range(n_topics):
             passes += update_topic_block(
-                loss, n_words, y, b + k * n_words, s + k * n_words, m, &theta_d[k],
+                loss, n_words, y, b + k * n_words, s + k * n_words, m, scratch, &theta_d[k],
                 linear[k] if linear != NULL else 0.0, lam, gamma, quad, rho_lin, theta_penalty,
                 newton_steps)
         # Document code, word codes fixed: the exact closed form.
@@ -447,7 +449,7 @@ def code_documents(CompiledLoss loss, const int[::1] indptr, const int[::1] indi
     else:
         codes_v = np.zeros((1, n_topics), dtype=np.float64)
     longest = int(np.max(np.diff(indptr))) if n_docs > 0 else 0
-    cdef size_t work_size = 2 * n_topics * max(longest, 1) * sizeof(double)
+    cdef size_t work_size = (2 * n_topics + 1) * max(longest, 1) * sizeof(double)
     cdef double* work
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     with nogil, parallel(num_threads=n_threads):

@@ -3,6 +3,9 @@
 # extension module (`from stc.losses._base cimport CompiledLoss`) and overrides
 # _loss, _gradient and _hessian; _solve_coordinate then runs the generic
 # safeguarded Newton solver, or is overridden by a closed form.
+# _solve_coordinates is the batch the kernel calls (one topic's words); its
+# default loops over _solve_coordinate, and a final subclass may re-declare it
+# with the same loop so that the C compiler inlines its own closed form.
 
 cdef class CompiledLoss:
     cdef readonly double mean_lower     # the mean must lie in the open interval
@@ -15,3 +18,6 @@ cdef class CompiledLoss:
                                   double quad, double lin, double x_start) noexcept nogil
     cdef double _newton_coordinate(self, double y, double b, double mean_rest,
                                    double quad, double lin, double x_start) noexcept nogil
+    cdef void _solve_coordinates(self, Py_ssize_t n, const double* y, const double* b,
+                                 const double* mean_rest, double quad, double lin,
+                                 double* x, double* curvature) noexcept nogil

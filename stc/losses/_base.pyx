@@ -58,6 +58,22 @@ cdef class CompiledLoss:
                                   double quad, double lin, double x_start) noexcept nogil:
         return self._newton_coordinate(y, b, mean_rest, quad, lin, x_start)
 
+    cdef void _solve_coordinates(self, Py_ssize_t n, const double* y, const double* b,
+                                 const double* mean_rest, double quad, double lin,
+                                 double* x, double* curvature) noexcept nogil:
+        """Solve n independent coordinate problems (same quad and lin).
+
+        ``x`` holds the start values and receives the minimisers;
+        ``curvature[i]`` receives b_i^2 l''(y_i, mean_rest_i + b_i x_i) where
+        x_i > 0 (the kernel's block Newton step needs it) and is left
+        undefined where x_i = 0.
+        """
+        cdef Py_ssize_t i
+        for i in range(n):
+            x[i] = self._solve_coordinate(y[i], b[i], mean_rest[i], quad, lin, x[i])
+            if x[i] > 0.0:
+                curvature[i] = b[i] * b[i] * self._hessian(y[i], mean_rest[i] + b[i] * x[i])
+
     cdef double _newton_coordinate(self, double y, double b, double mean_rest,
                                    double quad, double lin, double x_start) noexcept nogil:
         """Minimise h over x >= 0 by Newton steps inside a shrinking bracket.

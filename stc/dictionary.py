@@ -34,7 +34,7 @@ left unchanged, so coding may use it again later.
 import numpy as np
 
 from stc._core._simplex import mm_update_rows, project_rows_onto_simplex, simplex_multipliers
-from stc._core._sparse_ops import word_code_sums, word_means
+from stc._core._sparse_ops import mm_statistics, word_code_sums, word_means
 from stc.losses import PoissonLoss
 
 
@@ -74,24 +74,6 @@ def _poisson_ratio(layout, means):
     return np.divide(layout.data, means, out=np.zeros_like(means), where=means > 0)
 
 
-def _mm_step(layout, codes, beta, means, code_sums, n_jobs, weighted_sums=None,
-             multipliers=None):
-    """One majorisation-minimisation update of the Poisson dictionary problem.
-
-    ``code_sums`` is c (K x N); ``weighted_sums`` (N x K), if given, must be
-    sum_{j: n_j = n} s_jk y_j / mean_j at ``means`` (it is computed otherwise).
-    The compiled `mm_update_rows` forms a = beta * weighted_sums, finds nu and
-    normalises every row, topics in parallel; ``multipliers`` (K,), if given,
-    holds start values for nu and receives the new ones.
-    """
-    if weighted_sums is None:
-        weighted_sums = word_code_sums(layout.col_ptr, layout.col_entries, codes,
-                                       _poisson_ratio(layout, means), n_jobs)
-    if multipliers is None:
-        multipliers = np.full(beta.shape[0], np.nan)
-    return mm_update_rows(beta, weighted_sums, code_sums, multipliers, 100, n_jobs)
-
-
 def update_dictionary(loss, layout, codes, beta, method="auto", max_iter=10, tol=1e-4,
                       n_jobs=None, means=None):
     """Decrease F(beta) from ``beta`` with codes fixed; return (beta, F, n_steps).
@@ -113,22 +95,26 @@ def update_dictionary(loss, layout, codes, beta, method="auto", max_iter=10, tol
         raise ValueError(f"the {getattr(loss, 'name', type(loss).__name__)} loss is not finite at "
                          "the current codes and topics: some mean lies outside the loss's "
                          f"domain {loss.mean_domain}")
-    weighted_sums = None
     if method == "mm":
-        # c and the first step's weighted sums in one pass over the codes.
+        # c and the first step's weighted sums in one pass over the codes; after
+        # that, every step's F and the next step's sums come from one pass
+        # (`mm_statistics`), and the compiled `mm_update_rows` forms
+        # a = beta * sums, finds nu (warm-started from step to step) and
+        # normalises every row, topics in parallel.
         plain, weighted_sums = word_code_sums(layout.col_ptr, layout.col_entries, codes,
                                               _poisson_ratio(layout, means), n_jobs,
                                               with_plain=True)
         code_sums = np.ascontiguousarray(plain.T)
-        multipliers = np.full(beta.shape[0], np.nan)  # warm-started from step to step
+        multipliers = np.full(beta.shape[0], np.nan)
     step_size = None
     n_steps = 0
     for n_steps in range(1, max_iter + 1):
         if method == "mm":
-            candidate = _mm_step(layout, codes, beta, means, code_sums, n_jobs, weighted_sums,
-                                 multipliers)
-            weighted_sums = None
-            new_value, new_means = dictionary_loss(loss, layout, codes, candidate, n_jobs)
+            candidate = mm_update_rows(beta, weighted_sums, code_sums, multipliers, 100, n_jobs)
+            new_value, next_sums = mm_statistics(
+                loss, layout.col_ptr, layout.col_entries, layout.data, codes,
+                np.ascontiguousarray(candidate.T), n_jobs, with_ratio_sums=n_steps < max_iter)
+            new_means = None
         else:
             candidate, new_value, new_means, step_size = _pg_step(
                 loss, layout, codes, beta, means, value, step_size, n_jobs)
@@ -137,6 +123,8 @@ def update_dictionary(loss, layout, codes, beta, method="auto", max_iter=10, tol
             break
         decrease = value - new_value
         beta, value, means = candidate, new_value, new_means
+        if method == "mm":
+            weighted_sums = next_sums
         if decrease <= tol * abs(value):
             break
     return beta, value, n_steps

@@ -249,6 +249,28 @@ def test_layout_and_dictionary_loss():
                                    rtol=1e-13)
         assert value == pytest.approx(reference_F(loss, X, codes, beta), rel=1e-12)
 
+def test_mm_statistics_is_F_and_the_ratio_sums_in_one_pass():
+    """The fused pass equals F (dictionary_loss) and the MM sums of y_j / mean_j . s_j."""
+    from stc._core._sparse_ops import mm_statistics
+
+    X, layout, codes, beta = random_problem(3, zero_codes=0.2)
+    codes[:3] = 0.0  # entries with mean 0: ratio 0, infinite loss where y > 0
+    loss = PoissonLoss()
+    value, sums = mm_statistics(loss, layout.col_ptr, layout.col_entries, layout.data, codes,
+                                np.ascontiguousarray(beta.T))
+    means = np.sum(codes * beta[:, X.indices].T, axis=1)
+    ratio = np.divide(X.data, means, out=np.zeros_like(means), where=means > 0)
+    expected = np.zeros((X.shape[1], beta.shape[0]))
+    np.add.at(expected, X.indices, ratio[:, None] * codes)
+    np.testing.assert_allclose(sums, expected, rtol=1e-12, atol=1e-300)
+    assert value == np.inf
+    codes[:3] = 1.0
+    value, _ = mm_statistics(loss, layout.col_ptr, layout.col_entries, layout.data, codes,
+                             np.ascontiguousarray(beta.T), with_ratio_sums=False)
+    assert value == pytest.approx(reference_F(loss, X, codes, beta), rel=1e-12)
+    assert value == pytest.approx(dictionary_loss(loss, layout, codes, beta)[0], rel=1e-12)
+
+
 CASES = [
     ("poisson", "mm", "counts"),
     ("poisson", "pg", "counts"),

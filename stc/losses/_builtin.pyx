@@ -60,13 +60,7 @@ cdef class PoissonLoss(CompiledLoss):
     cdef void _solve_coordinates(self, Py_ssize_t n, const double* y, const double* b,
                                  const double* mean_rest, double quad, double lin,
                                  double* x, double* curvature) noexcept nogil:
-        # The base class's loop; declared here so that the closed form is a
-        # direct call that the C compiler inlines (the class is final).
-        cdef Py_ssize_t i
-        for i in range(n):
-            x[i] = self._solve_coordinate(y[i], b[i], mean_rest[i], quad, lin, x[i])
-            if x[i] > 0.0:
-                curvature[i] = b[i] * b[i] * self._hessian(y[i], mean_rest[i] + b[i] * x[i])
+        solve_closed_form_coordinates(self, n, y, b, mean_rest, quad, lin, x, curvature)
 
 
 @cython.final
@@ -96,13 +90,7 @@ cdef class GaussianLoss(CompiledLoss):
     cdef void _solve_coordinates(self, Py_ssize_t n, const double* y, const double* b,
                                  const double* mean_rest, double quad, double lin,
                                  double* x, double* curvature) noexcept nogil:
-        # The base class's loop; declared here so that the closed form is a
-        # direct call that the C compiler inlines (the class is final).
-        cdef Py_ssize_t i
-        for i in range(n):
-            x[i] = self._solve_coordinate(y[i], b[i], mean_rest[i], quad, lin, x[i])
-            if x[i] > 0.0:
-                curvature[i] = b[i] * b[i] * self._hessian(y[i], mean_rest[i] + b[i] * x[i])
+        solve_closed_form_coordinates(self, n, y, b, mean_rest, quad, lin, x, curvature)
 
 
 @cython.final
@@ -143,3 +131,24 @@ cdef class BernoulliLoss(CompiledLoss):
         if y < 1.0:
             value += (1.0 - y) / ((1.0 - mean) * (1.0 - mean))
         return value
+
+
+ctypedef fused ClosedFormLoss:
+    PoissonLoss
+    GaussianLoss
+
+
+cdef inline void solve_closed_form_coordinates(
+        ClosedFormLoss loss, Py_ssize_t n, const double* y, const double* b,
+        const double* mean_rest, double quad, double lin, double* x,
+        double* curvature) noexcept nogil:
+    """`CompiledLoss._solve_coordinates`'s loop for a final class with a closed form.
+
+    The type is known here, so the calls below are direct and the C compiler
+    inlines the closed form into the loop.
+    """
+    cdef Py_ssize_t i
+    for i in range(n):
+        x[i] = loss._solve_coordinate(y[i], b[i], mean_rest[i], quad, lin, x[i])
+        if x[i] > 0.0:
+            curvature[i] = b[i] * b[i] * loss._hessian(y[i], mean_rest[i] + b[i] * x[i])

@@ -555,6 +555,28 @@ def test_returned_objective_is_objective_2(loss, theta_penalty, code_penalty, wi
                                rtol=1e-12, atol=1e-15)
 
 
+def test_returned_objective_is_exact_on_an_unbounded_problem():
+    """l1 on theta and a linear term far above lam + rho |I_d| + sum_n beta_kn: the
+    coding problem is unbounded below and theta runs off; the returned objective,
+    loss part and means are still those of the returned codes."""
+    X = random_corpus(52, n_docs=12, n_features=20, kind="counts")
+    K = 3
+    beta = random_dictionary(52, K, X.shape[1])
+    codes, theta = start_values(X, K, "poisson")
+    linear = np.zeros((X.shape[0], K))
+    linear[:, 0] = 1e4
+    linear[:, 1] = -1e4
+    params = dict(lam=0.1, gamma=0.1, rho=0.01, theta_penalty="l1", code_penalty="l1")
+    objective, recon, _, means = sparse_code(PoissonLoss(), X, beta, codes, theta,
+                                             max_iter=8, tol=0, theta_linear=linear, **params)
+    assert theta[:, 0].min() > 1e3  # far from any bounded minimiser
+    expected, expected_loss = document_objectives(PoissonLoss(), X, beta, codes, theta,
+                                                  linear=linear, **params)
+    np.testing.assert_allclose(objective, expected, rtol=1e-9)
+    np.testing.assert_allclose(recon, expected_loss, rtol=1e-9)
+    np.testing.assert_allclose(means, np.sum(codes * beta[:, X.indices].T, axis=1), rtol=1e-12)
+
+
 def test_bernoulli_coding_keeps_means_inside_the_domain():
     rng = np.random.default_rng(0)
     X = sp.csr_matrix(np.sign(rng.poisson(0.6, (60, 40))).astype(float))

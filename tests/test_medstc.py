@@ -220,3 +220,20 @@ def test_backoff_leaves_skipped_documents_untouched(corpus, monkeypatch):
     assert seen and max(seen) > 0  # documents were skipped
     rises = np.diff(model.objective_) / np.abs(model.objective_[:-1])
     assert np.all(rises <= 1e-9), rises
+
+
+def test_l1_theta_penalty_with_a_large_C_stays_finite_and_monotone(corpus):
+    """With the l1 penalty on theta, the linearised hinge can make a document's coding
+    problem unbounded (its codes run off); the safeguard must reject such codes, so
+    that the fit neither fails nor lets objective (4) rise."""
+    X, y, Xt, yt = corpus
+    # (before the fix: "the poisson loss is not finite" from the dictionary step)
+    model = MedSTC(n_topics=6, theta_penalty="l1", C=1e4, lambda_=0.1, max_iter=6, tol=0,
+                   refit_C=None, random_state=0).fit(X, y)
+    assert np.all(np.isfinite(model.objective_))
+    rises = np.diff(model.objective_) / np.abs(model.objective_[:-1])
+    assert np.all(rises <= 1e-9), rises
+    assert model.rejected_steps_.shape == model.objective_.shape
+    assert model.rejected_steps_.sum() > 0  # the unbounded steps were met and rejected
+    assert np.all(np.isfinite(model.transform(Xt)))
+    assert model.score(Xt, yt) > 0.6

@@ -39,6 +39,9 @@ cdef double BLOCK_NEWTON_RTOL = 1e-3
 # After passing the minimiser, the Newton step back is lengthened by this
 # fraction so that it usually lands on the start's side.
 cdef double OVERSHOOT_NUDGE = 0.003
+# A document's running means are rounded once per code update (about 1e-13
+# relative in normal runs); beyond this they are taken as drifted.
+cdef double MEANS_DRIFT_RTOL = 1e-9
 
 cdef enum:
     PENALTY_L1 = 0
@@ -303,6 +306,7 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d,
     cdef const double* y = &data[start] if n_words > 0 else NULL
     cdef double* theta_d = &theta[d, 0]
     cdef int it
+    cdef bint drifted
     cdef long long passes = 0  # passes over the document's words, all topics
     if n_words == 0:
         for k in range(n_topics):
@@ -365,12 +369,21 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d,
             break
         previous = current
     # The means were updated incrementally; return them recomputed, summed
-    # in the same order as `word_means`, for the dictionary step.
+    # in the same order as `word_means`, for the dictionary step. Where the
+    # running means drifted from the exact ones (codes that grew huge and came
+    # back, e.g. under an unbounded supervised shift), the objective computed
+    # from them is wrong too: recompute it from the exact means.
+    drifted = False
     for i in range(n_words):
         acc = 0.0
         for k in range(n_topics):
             acc = acc + s[k * n_words + i] * b[k * n_words + i]
+        if not fabs(acc - m[i]) <= MEANS_DRIFT_RTOL * acc:  # also NaN
+            drifted = True
         m[i] = acc
+    if drifted:
+        current = document_objective(loss, n_words, y, m, s, theta_d, linear, n_topics,
+                                     lam, gamma, rho, theta_penalty, code_penalty, &loss_part)
     if has_codes:
         for k in range(n_topics):
             for i in range(n_words):
@@ -560,8 +573,11 @@ def move_along_segments(const int[::1] indptr, const int[::1] indices,
             for j in range(indptr[d], indptr[d + 1]):
                 acc = 0.0
                 for k in range(n_topics):
-                    codes[j, k] = old_codes[j, k] + t * (codes[j, k] - old_codes[j, k])
+                    # step 0 restores the old codes exactly, even from non-finite new ones
+                    codes[j, k] = old_codes[j, k] if t == 0.0 else \
+                        old_codes[j, k] + t * (codes[j, k] - old_codes[j, k])
                     acc = acc + codes[j, k] * beta_t[indices[j], k]
                 means[j] = acc
             for k in range(n_topics):
-                theta[d, k] = old_theta[d, k] + t * (theta[d, k] - old_theta[d, k])
+                theta[d, k] = old_theta[d, k] if t == 0.0 else \
+                    old_theta[d, k] + t * (theta[d, k] - old_theta[d, k])

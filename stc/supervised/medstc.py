@@ -66,6 +66,8 @@ class _MaxMarginSupervisor:
     objective), objective (4) never increases.
     """
 
+    MAX_BACKOFF = 8  # longest sit-out of a repeatedly rejected document, in iterations
+
     def __init__(self, model, loss, y_index):
         self.model, self.loss, self.y_index = model, loss, y_index
         self.svm = CuttingPlaneSVM(C=model.C, cost=model.delta, tol=model.svm_tol,
@@ -78,7 +80,7 @@ class _MaxMarginSupervisor:
         # (see `documents_to_code`): consecutive rejections, next iteration to try.
         self.rejections = np.zeros(self.n_docs, dtype=np.int64)
         self.next_try = np.zeros(self.n_docs, dtype=np.int64)
-        self.active = None
+        self.active, self.iteration = None, 0
         self.start = time.perf_counter()
 
     def _hinge_share(self, theta):
@@ -106,8 +108,6 @@ class _MaxMarginSupervisor:
         self.active = self.next_try <= iteration
         self.skipped.append(int(self.n_docs - np.count_nonzero(self.active)))
         return self.active
-
-    MAX_BACKOFF = 8
 
     def _record_outcome(self, rejected):
         coded = self.active
@@ -269,8 +269,9 @@ class MedSTC(ClassifierMixin, STC):
         classifier is tuned to features it never sees at test time. The
         label-free codes are less separable, hence the larger C. In the
         cross-validation every setting of (C, lambda_) gained 3 to 8
-points of validation accuracy from it (at its best refit_C). None keeps the loop's eta
-        (the paper's classifier, the minimiser of (4)'s SVM block).
+        points of validation accuracy from it (at its best refit_C). None
+        keeps the loop's eta (the paper's classifier, the minimiser of
+        (4)'s SVM block).
         The default suits the default C and lambda_, whose document codes
         are small (mean 0.12 at K = 50 on 20 Newsgroups). The cutting-plane
         SVM needs more iterations as C times the squared size of the codes
@@ -304,8 +305,8 @@ points of validation accuracy from it (at its best refit_C). None keeps the loop
     """
 
     def __init__(self, n_topics=20, *, C=30000.0, delta=3600.0, svm_tol=1e-3, svm_max_iter=1000,
-                 refit_C=3e6, lambda_=30.0, gamma=None, rho=0.01, loss="poisson", theta_penalty="l2",
-                 code_penalty="l1", max_iter=20, tol=1e-4, inner_max_iter=50, inner_tol=1e-4,
+                 refit_C=3e6, lambda_=30.0, gamma=None, rho=0.01, loss="poisson",
+                 theta_penalty="l2", code_penalty="l1", max_iter=20, tol=1e-4, inner_max_iter=50, inner_tol=1e-4,
                  dictionary_max_iter=3, n_jobs=None, random_state=None, verbose=0):
         super().__init__(n_topics=n_topics, lambda_=lambda_, gamma=gamma, rho=rho, loss=loss,
                          theta_penalty=theta_penalty, code_penalty=code_penalty,

@@ -210,13 +210,10 @@ def refit_accuracies(model, Xfit, yfit, Xval, yval, refit_Cs):
     ``test_refit_C_is_the_svm_on_label_free_training_codes`` checks it), so
     one fit serves every value.
     """
-    from stc.supervised import CuttingPlaneSVM
-
     theta_fit, theta_val = model.transform(Xfit), model.transform(Xval)
     accs = {}
     for c in refit_Cs:
-        svm = CuttingPlaneSVM(C=c, cost=model.delta, tol=model.svm_tol,
-                              max_iter=model.svm_max_iter).fit(theta_fit, yfit)
+        svm = model._refit_svm(c).fit(theta_fit, yfit)
         accs[c] = float(np.mean(svm.predict(theta_val) == yval))
     return accs
 

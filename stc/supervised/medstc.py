@@ -349,12 +349,15 @@ class MedSTC(ClassifierMixin, STC):
             self.coef_, self.refit_train_accuracy_ = self._refit_classifier(X, y_index)
         return self
 
+    def _refit_svm(self, C):
+        """The (unfitted) SVM of the final step, with weight ``C`` (see ``refit_C``)."""
+        return CuttingPlaneSVM(C=C, cost=self.delta, tol=self.svm_tol, max_iter=self.svm_max_iter)
+
     def _refit_classifier(self, X, y_index):
         """eta refitted on the label-free codes of the training documents (``refit_C``)."""
         start = time.perf_counter()
         theta = self.transform(X)
-        svm = CuttingPlaneSVM(C=self.refit_C, cost=self.delta, tol=self.svm_tol,
-                              max_iter=self.svm_max_iter).fit(theta, y_index)
+        svm = self._refit_svm(self.refit_C).fit(theta, y_index)
         accuracy = float(np.mean(np.argmax(theta @ svm.coef_.T, axis=1) == y_index))
         if self.verbose:
             print(f"refit eta on label-free training codes (C={self.refit_C:g}): train "

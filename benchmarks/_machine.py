@@ -8,6 +8,8 @@ import subprocess
 import numpy as np
 import scipy
 
+from _common import REPO_ROOT
+
 
 def load1():
     """The 1-minute load average (NaN where unavailable)."""
@@ -63,6 +65,31 @@ def source_fingerprint(package_dir):
     return digest.hexdigest()[:12], stamp
 
 
+def code_revision(package_dir):
+    """Where the measured package came from, without naming any machine's paths.
+
+    The git commit of the checkout holding it (with a mark when its sources
+    differ from that commit) and its path from this repository's root.
+    """
+    def git(*args):
+        try:
+            return subprocess.run(["git", "-C", package_dir, *args], capture_output=True,
+                                  text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return None
+
+    commit = git("rev-parse", "--short=12", "HEAD")
+    if commit is None:
+        revision = "not in a git checkout"
+    else:
+        changed = git("status", "--porcelain", "--untracked-files=no", "--", ".")
+        revision = f"git commit {commit}" + (" with uncommitted changes" if changed else "")
+    where = os.path.relpath(package_dir, REPO_ROOT)
+    if where.startswith(".."):
+        where = "a checkout other than this one"
+    return f"{revision}, package at {where}"
+
+
 def machine_info(threads_line):
     """Markdown bullet lines: date, machine, thread pools, versions, measured sources."""
     import sklearn
@@ -84,6 +111,6 @@ def machine_info(threads_line):
         f"- stc.openmp_enabled(): {stc.openmp_enabled()}",
         f"- python {platform.python_version()}, numpy {np.__version__}, "
         f"scipy {scipy.__version__}, scikit-learn {sklearn.__version__}, stc {stc.__version__}",
-        f"- stc imported from {package_dir}; sources sha256 {fingerprint}, newest source "
-        f"file {newest}",
+        f"- stc measured: {code_revision(package_dir)}; sources sha256 {fingerprint}, "
+        f"newest source file {newest}",
     ]

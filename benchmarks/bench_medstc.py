@@ -5,12 +5,13 @@ Usage::
     python benchmarks/bench_medstc.py [--quick | --topics K ...] [--cv]
         [--C C] [--delta D] [--lambda L] [--rho R] [--refit-C RC|none] [--max-iter N]
         (default: MedSTC's)
-        [--threads 2] [--data-home DIR] [--output benchmarks/results_medstc.md]
+        [--threads 2] [--data DIR] [--output benchmarks/results_medstc.md]
         [--append] [--skip-stc] [--skip-lda] [--skip-medstc]
 
 For every number of topics K (default 20, 30, ..., 110; ``--quick``: 20, 50,
 100), on the full corpus (stop words removed, 11,269 train / 7,505 test
-documents), it runs in the same process:
+documents; read from ``../shared/data/20news`` relative to the repository root
+unless ``--data`` says otherwise), it runs in the same process:
 
 1. MedSTC (``stc.supervised.MedSTC``) fitted on the training documents and
    their labels; the test documents are coded without labels and classified
@@ -33,9 +34,9 @@ stratified ``--cv-folds``-fold split (default 2), prints the table and the
 chosen values, and uses them for the main runs (if any K are requested in the
 same call). Without ``--topics``/``--quick`` it only runs the CV.
 
-Everything is printed (flush=True) and the markdown tables, with machine
+Progress lines go to stderr; the markdown tables, with the command and machine
 information, are written to ``--output`` after every finished step, so an
-interrupted run keeps what it finished.
+interrupted run keeps what it finished, and printed at the end.
 """
 import argparse
 import itertools
@@ -47,16 +48,11 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
+from _common import REPO_ROOT, add_data_option, load_corpus, log, shown_path
 from _machine import load1, machine_info, uptime_line
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_DATA_HOME = "/work/shared/data/20news"
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_medstc.md")
 SVM_C_GRID = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0)
-
-
-def log(message):
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
 class WarningLog:
@@ -206,14 +202,18 @@ def refit_accuracies(model, Xfit, yfit, Xval, yval, refit_Cs):
     """Validation accuracy of MedSTC's final step (``refit_C``) for every C in ``refit_Cs``.
 
     ``model`` was fitted with ``refit_C=None``; refitting eta on its label-free
-    training codes is exactly what ``fit`` does with ``refit_C=c`` (the test
-    ``test_refit_C_is_the_svm_on_label_free_training_codes`` checks it), so
-    one fit serves every value.
+    training codes with the cutting-plane SVM is exactly what ``fit`` does with
+    ``refit_C=c`` (the test ``test_refit_C_is_the_svm_on_label_free_training_codes``
+    checks it), so one fit serves every value.
     """
+    from stc.supervised import CuttingPlaneSVM
+
+    params = model.get_params()
     theta_fit, theta_val = model.transform(Xfit), model.transform(Xval)
     accs = {}
     for c in refit_Cs:
-        svm = model._refit_svm(c).fit(theta_fit, yfit)
+        svm = CuttingPlaneSVM(C=c, cost=params["delta"], tol=params["svm_tol"],
+                              max_iter=params["svm_max_iter"]).fit(theta_fit, yfit)
         accs[c] = float(np.mean(svm.predict(theta_val) == yval))
     return accs
 
@@ -409,7 +409,7 @@ def render(args, info, data_info, load_start, cv_state, rows, done):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-home", default=DEFAULT_DATA_HOME)
+    add_data_option(parser)
     parser.add_argument("--topics", type=int, nargs="+", default=None,
                         help="numbers of topics K (default: 20 30 ... 110)")
     parser.add_argument("--quick", action="store_true", help="K in {20, 50, 100}")
@@ -447,18 +447,12 @@ def main(argv=None):
     if args.topics is None:
         args.topics = [20, 50, 100] if args.quick else ([] if args.cv else list(range(20, 111, 10)))
 
-    from stc.datasets import load_20newsgroups_split
-
     load_start = uptime_line()
     info = machine_info("threads used (MedSTC/STC n_jobs, LDA n_jobs, CV n_jobs): "
                         f"{args.threads}")
-    print("\n".join(info), flush=True)
     log(f"uptime: {load_start}")
-    train, test = load_20newsgroups_split(args.data_home)
+    train, test, data_info = load_corpus(args.data)
     Xtr, Xte, ytr, yte = train.data, test.data, train.target, test.target
-    data_info = (f"train {Xtr.shape[0]} docs, test {Xte.shape[0]} docs, {Xtr.shape[1]} terms "
-                 f"(stop words removed), nnz train {Xtr.nnz}, nnz test {Xte.nnz}, "
-                 f"{np.unique(ytr).size} classes.")
     log(data_info)
 
     previous = ""
@@ -500,7 +494,7 @@ def main(argv=None):
 
     text = write(done=True)
     print(text, end="", flush=True)
-    log(f"wrote {args.output}")
+    log(f"wrote {shown_path(args.output)}")
 
 
 if __name__ == "__main__":

@@ -2,12 +2,14 @@
 
 Usage::
 
-    python benchmarks/bench_stc.py [--data-home DIR] [--topics 20 50 100]
+    python benchmarks/bench_stc.py [--data DIR] [--topics 20 50 100]
                                    [--threads 2] [--output benchmarks/results_stc.md]
                                    [--append] [--verbose 1] [--skip-lda] [--skip-throughput]
 
 For every number of topics K it fits, on the same train/test matrices
-(stop words removed, 11,269 train / 7,505 test documents):
+(stop words removed, 11,269 train / 7,505 test documents; the corpus is read
+from ``../shared/data/20news`` relative to the repository root unless
+``--data`` says otherwise):
 
 * ``STC(n_topics=K, random_state=0, n_jobs=threads)`` (all other parameters
   at their defaults): fit time on train, outer iterations ``n_iter_``, time to
@@ -22,10 +24,11 @@ For every number of topics K it fits, on the same train/test matrices
 
 A second table gives the throughput of STC's coding kernel for one K (50 by
 default): coordinate updates of word codes per second while coding the test
-documents with 1 and with ``threads`` threads.
+documents with 1 and with ``threads`` threads (``stc.coding.sparse_code``, all
+codes started at 1).
 
-The tables (with machine information) are printed and written to
-``--output`` (overwritten). Progress lines go to stderr.
+The tables (with the command and machine information) are printed and
+written to ``--output`` (overwritten). Progress lines go to stderr.
 """
 import argparse
 import os
@@ -36,40 +39,17 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import psi
 
-from _machine import load_average, machine_info, uptime_line
+from _common import (REPO_ROOT, add_data_option, coding_arguments, count_matrix,
+                     known_entries, known_terms_only, load_corpus, log, shown_path)
+from _machine import load1, load_average, machine_info, uptime_line
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_DATA_HOME = "/work/shared/data/20news"
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_stc.md")
 LDA_ZERO_THRESHOLD = 1e-3
-
-
-def log(message):
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------------
 # Measurements
 # ---------------------------------------------------------------------------
-
-def known_terms_mask(model, X):
-    """Observed entries of CSR ``X`` whose term has weight in some STC topic."""
-    known = model.components_.sum(axis=0) > 0
-    return known[X.indices]
-
-
-def restrict_to_known(model, X):
-    """``X`` without the terms STC's topics give no weight (as ``STC.transform`` does)."""
-    keep = known_terms_mask(model, X)
-    if np.all(keep):
-        return X
-    Xk = X.copy()
-    Xk.data = np.where(keep, Xk.data, 0.0)
-    Xk.eliminate_zeros()
-    Xk.indices = Xk.indices.astype(np.int32, copy=False)
-    Xk.indptr = Xk.indptr.astype(np.int32, copy=False)
-    return Xk
-
 
 def run_stc(K, Xtr, Xte, threads, max_iter, verbose):
     from stc import STC
@@ -90,15 +70,13 @@ def run_stc(K, Xtr, Xte, threads, max_iter, verbose):
     log(f"STC K={K}: transform {transform_time:.2f}s")
     # The word codes for the sparsity columns (not timed): the same coding,
     # also keeping the (nnz, K) word codes, which `transform` does not need.
-    theta_again, codes, _, Xv = model._code(Xte)
-    assert np.array_equal(theta, theta_again)
-
-    word_codes = sp.csr_matrix(codes)  # what model.word_codes(Xte) returns
+    word_codes = model.word_codes(Xte)
     n_entries = word_codes.shape[0]
     word_sparsity = 1.0 - word_codes.nnz / (n_entries * K) if n_entries else 0.0
-    known = known_terms_mask(model, Xv)
-    known_codes = codes[known]
-    word_sparsity_known = float(np.mean(known_codes == 0)) if known_codes.size else 0.0
+    known = known_entries(model, count_matrix(Xte))
+    assert known.size == n_entries  # one word-code row per stored entry
+    known_nonzeros = np.diff(word_codes.indptr)[known].sum()
+    word_sparsity_known = 1.0 - known_nonzeros / (known.sum() * K) if known.any() else 0.0
     doc_sparsity = float(np.mean(theta == 0))
 
     objective = np.asarray(model.objective_)
@@ -159,10 +137,7 @@ def run_lda(K, Xtr, Xte, threads, known_mask):
     # The timed call returns the unnormalised variational parameters gamma
     # (same E-step as transform(X); transform only divides by the row sums).
     start = time.perf_counter()
-    try:
-        gamma = lda.transform(Xte, normalize=False)
-    except TypeError:  # scikit-learn < 1.5 has no ``normalize``
-        gamma = lda._unnormalized_transform(Xte)
+    gamma = lda.transform(Xte, normalize=False)
     transform_time = time.perf_counter() - start
     log(f"LDA K={K}: transform {transform_time:.1f}s")
 
@@ -179,22 +154,21 @@ def kernel_throughput(model, Xte, thread_counts, repeats):
     from stc.coding import initial_codes, sparse_code
 
     K = model.components_.shape[0]
-    X = model._validate_X(Xte, reset=False)
     # Terms never seen in training have zero weight in every topic; like
     # STC.transform, code the documents without them.
-    X = restrict_to_known(model, X)
+    X = known_terms_only(model, Xte)
+    loss, arguments = coding_arguments(model)
     doc_lengths = np.diff(X.indptr)  # distinct observed words per document
     rows = []
     for t in thread_counts:
         best = None
-        load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        load_before = load1()
         for _ in range(repeats):
             codes, theta = initial_codes(X, K)
             made = np.zeros(X.shape[0], dtype=np.int64)
             start = time.perf_counter()
-            _, _, iters, _ = sparse_code(model._loss, X, model.components_, codes, theta,
-                                         max_iter=model.inner_max_iter, tol=model.inner_tol,
-                                         n_jobs=t, updates=made, **model._coding_params())
+            _, _, iters, _ = sparse_code(loss, X, model.components_, codes, theta,
+                                         n_jobs=t, updates=made, **arguments)
             elapsed = time.perf_counter() - start
             if best is None or elapsed < best[0]:
                 best = (elapsed, np.asarray(iters), int(made.sum()))
@@ -221,7 +195,8 @@ def fmt(value, digits=3):
 
 
 def render(args, info, data_info, stc_rows, lda_rows, throughput, load_start, load_end):
-    lines = ["# STC vs. LDA on 20 Newsgroups", ""]
+    lines = ["# STC vs. LDA on 20 Newsgroups", "",
+             "Command: `python benchmarks/bench_stc.py " + " ".join(sys.argv[1:]) + "`", ""]
     lines += ["Machine:", ""] + info + [
         f"- `uptime` at start: `{load_start}`",
         f"- `uptime` at end: `{load_end}`",
@@ -276,14 +251,15 @@ def render(args, info, data_info, stc_rows, lda_rows, throughput, load_start, lo
         "- STC word-code sparsity: 1 - nnz/(rows*K) of `word_codes(test)` (rows = observed "
         "(document, word) entries). Entries of terms never seen in training have all-zero "
         "codes and are included; doc-code sparsity: share of zeros in `transform(test)`.")
-    lines.append(
-        "- LDA: `LatentDirichletAllocation(n_components=K, learning_method='batch', "
-        "random_state=0, n_jobs=threads)` (max_iter=10, the scikit-learn default). "
-        "Transform time is `transform(test, normalize=False)` (same E-step as "
-        "`transform`). Word-code sparsity: phi_dnk ~ exp(psi(gamma_dk) - psi(sum_k "
-        "gamma_dk)) * exp_dirichlet_component_[k, n] (gamma: unnormalised doc-topic "
-        f"parameters), normalised over k, entries < {LDA_ZERO_THRESHOLD:g} counted as zero, "
-        "averaged over observed entries.")
+    if lda_rows:
+        lines.append(
+            "- LDA: `LatentDirichletAllocation(n_components=K, learning_method='batch', "
+            "random_state=0, n_jobs=threads)` (max_iter=10, the scikit-learn default). "
+            "Transform time is `transform(test, normalize=False)` (same E-step as "
+            "`transform`). Word-code sparsity: phi_dnk ~ exp(psi(gamma_dk) - psi(sum_k "
+            "gamma_dk)) * exp_dirichlet_component_[k, n] (gamma: unnormalised doc-topic "
+            f"parameters), normalised over k, entries < {LDA_ZERO_THRESHOLD:g} counted as zero, "
+            "averaged over observed entries.")
     if throughput is not None:
         lines.append(
             "- Kernel: sweep updates = K * sum_d (distinct words of d) * (sweeps of d); "
@@ -314,8 +290,7 @@ def render(args, info, data_info, stc_rows, lda_rows, throughput, load_start, lo
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-home", default=DEFAULT_DATA_HOME,
-                        help="directory of the 20 Newsgroups SVMlight files")
+    add_data_option(parser)
     parser.add_argument("--topics", type=int, nargs="+", default=[20, 50, 100],
                         help="numbers of topics K (default: 20 50 100)")
     parser.add_argument("--threads", type=int, default=2,
@@ -338,16 +313,10 @@ def main(argv=None):
                              "results of a run over other K)")
     args = parser.parse_args(argv)
 
-    from stc.datasets import load_20newsgroups_split
-
     load_start = uptime_line()
     info = machine_info(f"threads used (STC n_jobs, LDA n_jobs): {args.threads}")
-    log(f"loading {args.data_home}")
-    train, test = load_20newsgroups_split(args.data_home)
+    train, test, data_info = load_corpus(args.data)
     Xtr, Xte = train.data, test.data
-    data_info = (f"train {Xtr.shape[0]} docs, test {Xte.shape[0]} docs, {Xtr.shape[1]} terms "
-                 f"(stop words removed), nnz train {Xtr.nnz}, nnz test {Xte.nnz}, "
-                 f"tokens train {int(Xtr.sum())}.")
 
     stc_rows, lda_rows, models = [], {}, {}
     for K in args.topics:
@@ -356,7 +325,7 @@ def main(argv=None):
         if K == args.throughput_topics:
             models[K] = model
         if not args.skip_lda:
-            mask = known_terms_mask(model, model._validate_X(Xte, reset=False))
+            mask = known_entries(model, count_matrix(Xte))
             lda_rows[K] = run_lda(K, Xtr, Xte, args.threads, mask)
         del model
 
@@ -376,7 +345,7 @@ def main(argv=None):
         if args.append and handle.tell() > 0:
             handle.write("\n---\n\n")
         handle.write(text)
-    log(f"wrote {args.output}")
+    log(f"wrote {shown_path(args.output)}")
 
 
 if __name__ == "__main__":

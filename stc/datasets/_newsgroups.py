@@ -8,7 +8,7 @@ Two sources are supported:
   optionally, ``stopwords.txt``).
 * :func:`load_newsgroups` / :func:`load_newsgroups_split` read a small
   three-group subset of the same corpus that ships inside the package
-  (built by ``benchmarks/make_embedded_dataset.py``), so examples and tests
+  (built by ``tools/make_embedded_dataset.py``), so examples and tests
   work without any download.
 
 Both return :class:`sklearn.utils.Bunch` objects with the same fields.
@@ -382,7 +382,7 @@ def _embedded_descr(arrays, subset, n_docs):
     names = [str(n) for n in arrays["target_names"]]
     extra = (
         "Embedded subset of the 20 Newsgroups corpus, built by "
-        "benchmarks/make_embedded_dataset.py. Vocabulary: terms that are not "
+        "tools/make_embedded_dataset.py. Vocabulary: terms that are not "
         f"stop words and occur in at least {int(arrays['min_df'])} documents "
         "of the selected groups (training and test documents counted "
         "together). Documents left empty by stop-word removal or this "

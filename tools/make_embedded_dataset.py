@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/make_embedded_dataset.py [--source DIR] [--output-dir DIR]
+    python tools/make_embedded_dataset.py [--source DIR] [--output-dir DIR]
 
 Reads the full corpus (a directory laid out like the "bydate" SVMlight
 release: train.svm.gz, test.svm.gz, vocab.txt, labels.txt, stopwords.txt)
@@ -43,7 +43,8 @@ sys.path.insert(0, REPO_ROOT)
 
 from stc.datasets import load_20newsgroups_split  # noqa: E402
 
-DEFAULT_SOURCE = "/work/shared/data/20news"
+# The full corpus sits beside the repository: ../shared/data/20news from its root.
+DEFAULT_SOURCE = os.path.join(os.path.dirname(REPO_ROOT), "shared", "data", "20news")
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "stc", "datasets", "data")
 DEFAULT_GROUPS = ("comp.graphics", "rec.sport.hockey", "sci.space")
 
@@ -149,9 +150,10 @@ def build(source, output_dir, groups, min_df):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--source", default=DEFAULT_SOURCE,
-                        help="directory with the full corpus (default: %(default)s)")
+                        help="directory with the full corpus (default: ../shared/data/20news "
+                             "from the repository root)")
     parser.add_argument("--output-dir", default=DEFAULT_OUTPUT,
-                        help="where to write the files (default: %(default)s)")
+                        help="where to write the files (default: stc/datasets/data)")
     parser.add_argument("--groups", nargs="+", default=list(DEFAULT_GROUPS),
                         help="newsgroup names to keep (default: %(default)s)")
     parser.add_argument("--min-df", type=int, default=2,

@@ -1,0 +1,475 @@
+"""Readers for a user's own corpus: SVMlight/LibSVM, Matrix Market, a folder of text files.
+
+Every reader returns a :class:`sklearn.utils.Bunch` shaped like the ones of
+`stc.datasets`:
+
+data : scipy.sparse.csr_matrix (n_documents, n_terms), float64
+    Word counts, canonical (sorted indices, no duplicates, no explicit zeros).
+target : ndarray or None
+    One label per document: integer indices into ``target_names`` for a text
+    folder, the file's labels for SVMlight, a labels file's for Matrix Market.
+target_names : list of str or None
+    Label names of a text folder (its sub-folders).
+vocabulary : ndarray of str (dtype object) or None
+    ``vocabulary[i]`` is the term counted in column i.
+filenames : ndarray of str or None
+    The document files of a text folder.
+format : {"text", "svmlight", "matrix-market"}
+text_options : dict or None
+    For a text folder, the tokenisation settings (keyword arguments of
+    `read_text_folder`), so that new text can be read into the same terms.
+
+`load_corpus` recognises which of the three a path is, and, given a fitted
+model that remembers its vocabulary, reads new data into the model's terms.
+"""
+import bz2
+import gzip
+import os
+import re
+
+import numpy as np
+import scipy.io
+import scipy.sparse as sp
+from sklearn.datasets import load_svmlight_file
+from sklearn.feature_extraction.text import CountVectorizer
+from sklearn.utils import Bunch
+
+from stc.datasets import stopwords as builtin_stopwords
+from stc.datasets._newsgroups import _as_counts, _read_vocabulary
+
+__all__ = [
+    "FORMATS", "TOKEN_PATTERN", "align_to_vocabulary", "detect_format", "labels_of",
+    "load_corpus", "read_labels", "read_matrix_market", "read_svmlight", "read_text_folder",
+    "read_vocabulary", "resolve_stop_words",
+]
+
+FORMATS = ("text", "svmlight", "matrix-market")
+
+# Words of two or more characters; an apostrophe inside a word keeps it whole, so
+# that the shipped stop words ("aren't", "can't") match the tokens of the text.
+TOKEN_PATTERN = r"(?u)\b\w[\w']*\w\b"
+
+# The file, next to a data file, that `load_corpus` reads as its vocabulary when
+# none is given (the layout of `stc.datasets.load_20newsgroups`).
+DEFAULT_VOCABULARY_FILE = "vocab.txt"
+
+# First line of a data line in SVMlight/LibSVM: "label [qid:q] index:value ... [# comment]".
+_SVMLIGHT_LINE = re.compile(
+    r"^\s*[-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?(?:,[-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?)*"
+    r"(?:\s+qid:\S+)?(?:\s+[0-9]+:\S+)*\s*(?:#.*)?$")
+
+
+def _corpus(data, *, format, target=None, target_names=None, vocabulary=None, filenames=None,
+            text_options=None):
+    return Bunch(data=data, target=target, target_names=target_names, vocabulary=vocabulary,
+                 filenames=filenames, format=format, text_options=text_options)
+
+
+def labels_of(corpus):
+    """The labels to train a classifier on: the names for a text folder, else ``target``."""
+    if corpus.target is None:
+        return None
+    if corpus.target_names is not None:
+        return np.asarray(corpus.target_names)[corpus.target]
+    return corpus.target
+
+
+# ---------------------------------------------------------------------------
+# Small files: vocabulary, labels, stop words
+# ---------------------------------------------------------------------------
+
+def read_vocabulary(path):
+    """Terms from a file with one term a line (line i, from 0, names column i)."""
+    terms = _read_vocabulary(os.fspath(path))
+    _check_unique_terms(terms, f"vocabulary file {os.fspath(path)}")
+    return terms
+
+
+def _check_unique_terms(terms, where):
+    unique, counts = np.unique(np.asarray(terms, dtype=str), return_counts=True)
+    if unique.size != len(terms):
+        raise ValueError(f"{where} lists the term {str(unique[counts > 1][0])!r} more than once")
+
+
+def _as_vocabulary(vocabulary, where="vocabulary"):
+    """A vocabulary given as a path or a sequence of terms, as an object array of str."""
+    if vocabulary is None:
+        return None
+    if isinstance(vocabulary, (str, os.PathLike)):
+        return read_vocabulary(vocabulary)
+    terms = np.asarray(list(vocabulary), dtype=object)
+    if terms.ndim != 1 or not all(isinstance(t, str) for t in terms):
+        raise TypeError(f"{where} must be a file path or a sequence of str")
+    _check_unique_terms(terms, where)
+    return terms
+
+
+def read_labels(path):
+    """One label a line; integer labels come back as int64, any others as str."""
+    path = os.fspath(path)
+    with open(path, encoding="utf-8") as handle:
+        labels = [line.strip() for line in handle]
+    while labels and not labels[-1]:
+        labels.pop()
+    if "" in labels:
+        raise ValueError(f"labels file {path}, line {labels.index('') + 1}: empty label")
+    if not labels:
+        raise ValueError(f"labels file {path} is empty")
+    try:
+        return np.array([int(label) for label in labels], dtype=np.int64)
+    except ValueError:
+        return np.array(labels)
+
+
+def resolve_stop_words(stop_words):
+    """The stop-word list meant by ``stop_words``, sorted, or None.
+
+    ``"builtin"``: the package's English list (`stc.datasets.stopwords`);
+    ``None`` or ``"none"``: no stop words; any other string or path: a file
+    with one word a line; a sequence of str: those words.
+    """
+    if stop_words is None or (isinstance(stop_words, str) and stop_words == "none"):
+        return None
+    if isinstance(stop_words, str) and stop_words == "builtin":
+        return sorted(builtin_stopwords())
+    if isinstance(stop_words, (str, os.PathLike)):
+        path = os.fspath(stop_words)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"stop-word file {path} not found (use 'builtin' for the "
+                                    "package's list or 'none')")
+        with open(path, encoding="utf-8") as handle:
+            return sorted({line.strip() for line in handle if line.strip()})
+    words = list(stop_words)
+    if not all(isinstance(w, str) for w in words):
+        raise TypeError("stop_words must be 'builtin', 'none', a file path or a sequence of str")
+    return sorted(set(words))
+
+
+# ---------------------------------------------------------------------------
+# Recognising a path
+# ---------------------------------------------------------------------------
+
+def _open_binary(path):
+    """Open ``path`` for reading bytes, decompressing gzip or bzip2 by their magic bytes."""
+    with open(path, "rb") as handle:
+        magic = handle.read(3)
+    if magic[:2] == b"\x1f\x8b":
+        return gzip.open(path, "rb")
+    if magic == b"BZh":
+        return bz2.open(path, "rb")
+    return open(path, "rb")
+
+
+def _first_lines(path, n=5):
+    """Up to ``n`` non-blank lines, not counting SVMlight comment lines, as text."""
+    lines = []
+    try:
+        with _open_binary(path) as handle:
+            for raw in handle:
+                line = raw.decode("utf-8", errors="replace").strip()
+                if line.startswith("%%MatrixMarket"):
+                    return [line]
+                if line and not line.startswith("#"):
+                    lines.append(line)
+                    if len(lines) == n:
+                        break
+    except (OSError, EOFError) as exc:  # e.g. a damaged gzip stream
+        raise ValueError(f"could not read {path}: {exc}") from None
+    return lines
+
+
+def detect_format(path):
+    """``"text"`` for a directory, else ``"matrix-market"`` or ``"svmlight"`` by the content.
+
+    A Matrix Market file starts with ``%%MatrixMarket``; an SVMlight/LibSVM
+    file has lines ``label [qid:q] index:value ...``. Either may be gzip- or
+    bzip2-compressed. Anything else is refused with a ValueError.
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        return "text"
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} not found")
+    lines = _first_lines(path)
+    if lines and lines[0].startswith("%%MatrixMarket"):
+        return "matrix-market"
+    if lines and all(_SVMLIGHT_LINE.match(line) for line in lines):
+        return "svmlight"
+    if not lines:
+        raise ValueError(f"{path} is empty")
+    raise ValueError(f"{path} is neither a Matrix Market file (first line %%MatrixMarket) nor "
+                     "SVMlight/LibSVM (lines 'label index:value ...'); a folder of text files "
+                     "must be given as the folder")
+
+
+# ---------------------------------------------------------------------------
+# Readers
+# ---------------------------------------------------------------------------
+
+def _check_width(X, vocabulary, path):
+    if vocabulary is not None and X.shape[1] != vocabulary.size:
+        hint = ""
+        if X.shape[0] == vocabulary.size:
+            hint = " (the matrix looks transposed: rows must be documents, columns terms)"
+        raise ValueError(f"{path} has {X.shape[1]} term columns but its vocabulary lists "
+                         f"{vocabulary.size} terms{hint}")
+
+
+def read_svmlight(path, vocabulary=None, *, zero_based=True):
+    """Read an SVMlight/LibSVM file of word counts (``label index:count ...`` a document).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file, optionally gzip- or bzip2-compressed.
+    vocabulary : path or sequence of str, optional
+        Term of each column (a file: one term a line). Without it the matrix
+        has as many columns as the largest index used.
+    zero_based : bool, default=True
+        Whether the first term has index 0 (True, as `stc.datasets` and
+        scikit-learn write them) or 1 (LibSVM's convention).
+    """
+    path = os.fspath(path)
+    vocabulary = _as_vocabulary(vocabulary)
+    n_features = None if vocabulary is None else vocabulary.size
+    try:
+        with _open_binary(path) as handle:
+            X, y = load_svmlight_file(handle, n_features=n_features, zero_based=zero_based)
+    except ValueError as exc:
+        hint = ""
+        if vocabulary is not None and "n_features" in str(exc):
+            hint = (f" (a term index is beyond the {vocabulary.size} terms of the vocabulary"
+                    f"{'' if zero_based else '; indices are read as one-based'})")
+        raise ValueError(f"could not read SVMlight file {path}{hint}: {exc}") from None
+    X = _as_counts(X)
+    target = y.astype(np.int64) if np.all(y == np.round(y)) else y
+    return _corpus(X, format="svmlight", target=target, vocabulary=vocabulary)
+
+
+def read_matrix_market(path, vocabulary=None, *, labels=None):
+    """Read a Matrix Market file of word counts (rows documents, columns terms).
+
+    ``vocabulary`` names the columns (a file path or a sequence of str);
+    ``labels`` gives one label per document (a file path or a sequence).
+    """
+    path = os.fspath(path)
+    vocabulary = _as_vocabulary(vocabulary)
+    try:
+        with _open_binary(path) as handle:
+            X = scipy.io.mmread(handle)
+    except (ValueError, OSError, EOFError) as exc:
+        raise ValueError(f"could not read Matrix Market file {path}: {exc}") from None
+    X = _as_counts(sp.csr_matrix(X))
+    _check_width(X, vocabulary, path)
+    target = None
+    if labels is not None:
+        target = (read_labels(labels) if isinstance(labels, (str, os.PathLike))
+                  else np.asarray(labels))
+        if target.shape != (X.shape[0],):
+            raise ValueError(f"{path} holds {X.shape[0]} documents but {target.size} labels "
+                             "were given")
+    return _corpus(X, format="matrix-market", target=target, vocabulary=vocabulary)
+
+
+def _is_hidden(name):
+    return name.startswith(".")
+
+
+def _list_text_folder(path):
+    """(files, label index per file or None, label names or None) in the load_files layout."""
+    entries = sorted(e for e in os.listdir(path) if not _is_hidden(e))
+    folders = [e for e in entries if os.path.isdir(os.path.join(path, e))]
+    files = [e for e in entries if not os.path.isdir(os.path.join(path, e))]
+    if folders and files:
+        raise ValueError(f"text folder {path} mixes files ({files[0]}) with label folders "
+                         f"({folders[0]}): put every document in a label folder, or all of "
+                         "them directly in the folder")
+    if not folders:
+        if not files:
+            raise ValueError(f"text folder {path} holds no files")
+        return [os.path.join(path, f) for f in files], None, None
+    filenames, target = [], []
+    for index, label in enumerate(folders):
+        folder = os.path.join(path, label)
+        for name in sorted(e for e in os.listdir(folder) if not _is_hidden(e)):
+            full = os.path.join(folder, name)
+            if os.path.isdir(full):
+                raise ValueError(f"text folder {path}: {full} is a folder; documents must be "
+                                 "files directly inside a label folder")
+            filenames.append(full)
+            target.append(index)
+    if not filenames:
+        raise ValueError(f"text folder {path}: its label folders hold no files")
+    return filenames, np.asarray(target, dtype=np.int64), folders
+
+
+def _read_text(filename, encoding, decode_error):
+    with open(filename, "rb") as handle:
+        raw = handle.read()
+    try:
+        return raw.decode(encoding, errors=decode_error)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{filename} is not valid {encoding} text (byte {exc.start}): give its "
+                         "encoding, or decode_error='replace' to replace bad bytes") from None
+    except LookupError:
+        raise ValueError(f"unknown encoding {encoding!r}") from None
+
+
+def read_text_folder(path, vocabulary=None, *, stop_words="builtin", min_df=1, max_df=1.0,
+                     lowercase=True, token_pattern=TOKEN_PATTERN, strip_accents=None,
+                     encoding="utf-8", decode_error="strict"):
+    """Read a folder of plain-text files, one document a file, and count its words.
+
+    The layout is that of `sklearn.datasets.load_files`: each sub-folder is a
+    label and holds its documents (labels and documents in sorted order). A
+    folder holding only files gives unlabelled documents. Hidden entries
+    (names starting with ".") are skipped. The text is tokenised by
+    scikit-learn's `CountVectorizer`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    vocabulary : path or sequence of str, optional
+        Count exactly these terms (column i counts ``vocabulary[i]``), as
+        when coding new text with a fitted model; ``stop_words``, ``min_df``
+        and ``max_df`` then have no effect. Otherwise the vocabulary is
+        learned from the text.
+    stop_words : "builtin", "none", None, path or sequence of str, default="builtin"
+        Words left out: the package's English list, none, a file with one
+        word a line, or the given words.
+    min_df, max_df : int or float, default=1 and 1.0
+        Keep terms found in at least ``min_df`` and at most ``max_df``
+        documents (a float in [0, 1] is a share of the documents).
+    lowercase, token_pattern, strip_accents
+        As in `CountVectorizer`; the default token pattern keeps words of
+        two or more characters with inner apostrophes (``"don't"``).
+    encoding : str, default="utf-8"
+    decode_error : {"strict", "replace", "ignore"}, default="strict"
+        What to do with bytes that are not valid in ``encoding``: refuse the
+        file (naming it), replace or drop them.
+    """
+    path = os.fspath(path)
+    if not os.path.isdir(path):
+        raise NotADirectoryError(f"text folder {path} is not a directory")
+    if decode_error not in ("strict", "replace", "ignore"):
+        raise ValueError(f"decode_error must be 'strict', 'replace' or 'ignore', got "
+                         f"{decode_error!r}")
+    vocabulary = _as_vocabulary(vocabulary)
+    stop_list = resolve_stop_words(stop_words)
+    filenames, target, target_names = _list_text_folder(path)
+    texts = [_read_text(f, encoding, decode_error) for f in filenames]
+    vectorizer = CountVectorizer(
+        input="content", lowercase=lowercase, token_pattern=token_pattern,
+        strip_accents=strip_accents, stop_words=stop_list, min_df=min_df, max_df=max_df,
+        vocabulary=None if vocabulary is None else list(vocabulary), dtype=np.float64)
+    try:
+        X = vectorizer.fit_transform(texts)
+    except ValueError as exc:
+        # e.g. "After pruning, no terms remain" or "empty vocabulary"
+        raise ValueError(f"text folder {path}: {exc} (check the stop words, min_df={min_df!r} "
+                         f"and max_df={max_df!r})") from None
+    if vocabulary is None:
+        vocabulary = np.asarray(vectorizer.get_feature_names_out(), dtype=object)
+    options = dict(stop_words=stop_list, min_df=min_df, max_df=max_df, lowercase=lowercase,
+                   token_pattern=token_pattern, strip_accents=strip_accents, encoding=encoding,
+                   decode_error=decode_error)
+    return _corpus(_as_counts(X), format="text", target=target, target_names=target_names,
+                   vocabulary=vocabulary, filenames=np.asarray(filenames), text_options=options)
+
+
+# ---------------------------------------------------------------------------
+# Any of them, and new data in a fitted model's terms
+# ---------------------------------------------------------------------------
+
+def align_to_vocabulary(corpus, vocabulary):
+    """``corpus`` with its columns re-ordered to count the terms of ``vocabulary``.
+
+    Terms of the corpus that ``vocabulary`` lacks are dropped; terms of
+    ``vocabulary`` the corpus lacks get empty columns. Returns a new Bunch
+    and the number of dropped word occurrences.
+    """
+    target_terms = _as_vocabulary(vocabulary)
+    if corpus.vocabulary is None:
+        raise ValueError("the corpus has no vocabulary to align by")
+    position = {term: i for i, term in enumerate(target_terms)}
+    new_column = np.array([position.get(term, -1) for term in corpus.vocabulary], dtype=np.int64)
+    X = corpus.data.tocoo()
+    kept = new_column[X.col] >= 0
+    dropped = float(X.data[~kept].sum())
+    aligned = sp.csr_matrix((X.data[kept], (X.row[kept], new_column[X.col[kept]])),
+                            shape=(X.shape[0], target_terms.size))
+    result = Bunch(**corpus)
+    result.data = _as_counts(aligned)
+    result.vocabulary = target_terms
+    return result, dropped
+
+
+def load_corpus(path, *, format="auto", vocabulary=None, labels=None, zero_based=True,
+                model=None, **text_options):
+    """Read ``path`` as whichever corpus it is (see `detect_format`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A folder of text files (`read_text_folder`), an SVMlight/LibSVM file
+        (`read_svmlight`) or a Matrix Market file (`read_matrix_market`).
+    format : {"auto", "text", "svmlight", "matrix-market"}, default="auto"
+    vocabulary : path or sequence of str, optional
+        Terms of the columns of an SVMlight or Matrix Market file. When not
+        given, a file ``vocab.txt`` next to the data file is used if there
+        is one.
+    labels : path or sequence, optional
+        Labels of a Matrix Market file's documents.
+    zero_based : bool, default=True
+        Index of the first term in an SVMlight file.
+    model : fitted STC or MedSTC, optional
+        Read the data into this model's terms: text with the model's
+        vocabulary and tokenisation (``vocabulary_``, ``text_options_``);
+        a matrix whose vocabulary is known is re-ordered to the model's
+        terms (terms the model never saw are dropped); one without a
+        vocabulary must have the model's columns.
+    **text_options
+        Keyword arguments of `read_text_folder` (ignored for matrices).
+    """
+    path = os.fspath(path)
+    if format == "auto":
+        format = detect_format(path)
+    elif format not in FORMATS:
+        raise ValueError(f"format must be 'auto' or one of {FORMATS}, got {format!r}")
+    model_terms = getattr(model, "vocabulary_", None) if model is not None else None
+    if format == "text":
+        if model is not None:
+            if model_terms is None:
+                raise ValueError("the model has no vocabulary (it was fitted on a matrix "
+                                 "without one), so it cannot read text")
+            options = dict(getattr(model, "text_options_", None) or {})
+            for key in ("encoding", "decode_error"):  # new files may be encoded differently
+                if text_options.get(key) is not None:
+                    options[key] = text_options[key]
+            return read_text_folder(path, vocabulary=model_terms, **options)
+        return read_text_folder(path, **text_options)
+    if vocabulary is None:
+        beside = os.path.join(os.path.dirname(os.path.abspath(path)), DEFAULT_VOCABULARY_FILE)
+        if os.path.isfile(beside):
+            vocabulary = beside
+    if format == "svmlight":
+        if labels is not None:
+            raise ValueError("an SVMlight file carries its own labels: do not give labels")
+        corpus = read_svmlight(path, vocabulary, zero_based=zero_based)
+    else:
+        corpus = read_matrix_market(path, vocabulary, labels=labels)
+    if model is None:
+        return corpus
+    n_features = model.n_features_in_
+    if model_terms is not None and corpus.vocabulary is not None:
+        corpus, _ = align_to_vocabulary(corpus, model_terms)
+        return corpus
+    if corpus.data.shape[1] > n_features:
+        raise ValueError(f"{path} has {corpus.data.shape[1]} term columns but the model knows "
+                         f"{n_features} terms; give the data's vocabulary file to match "
+                         "terms by name")
+    if corpus.data.shape[1] < n_features:  # SVMlight: trailing terms never used
+        corpus.data = sp.csr_matrix((corpus.data.data, corpus.data.indices, corpus.data.indptr),
+                                    shape=(corpus.data.shape[0], n_features))
+    corpus.vocabulary = model_terms
+    return corpus

@@ -305,3 +305,16 @@ class STC(TransformerMixin, BaseEstimator):
         tags.input_tags.sparse = True
         tags.input_tags.positive_only = True
         return tags
+
+    def save(self, path, *, vocabulary=None, text_options=None):
+        """Write the fitted model to one portable file; `stc.load` reads it back.
+
+        The file (a zip archive numpy opens as an .npz) holds the parameters,
+        the fitted arrays and JSON metadata with a checksum; loading runs no
+        code from it. ``vocabulary`` (the term of each column) and
+        ``text_options`` (the tokenisation of an `stc.io` text corpus)
+        default to the model's ``vocabulary_`` and ``text_options_``.
+        """
+        from stc._persistence import save_model
+
+        save_model(self, path, vocabulary=vocabulary, text_options=text_options)

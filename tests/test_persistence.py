@@ -1,0 +1,320 @@
+"""Model files: bit-identical round trips, refusal of damaged or foreign files,
+no code run on load."""
+import io
+import json
+import pickle
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.exceptions import NotFittedError
+
+import stc
+import stc.losses
+from stc import STC, MedSTC
+from stc._persistence import FORMAT_VERSION, METADATA_MEMBER, ModelFileError
+from stc.datasets import load_newsgroups_split
+
+
+@pytest.fixture(scope="module")
+def newsgroups():
+    return load_newsgroups_split()
+
+
+@pytest.fixture(scope="module")
+def fitted_stc(newsgroups):
+    train, _ = newsgroups
+    return STC(n_topics=4, max_iter=4, random_state=0).fit(train.data)
+
+
+@pytest.fixture(scope="module")
+def fitted_medstc(newsgroups):
+    train, _ = newsgroups
+    labels = np.asarray(train.target_names)[train.target]  # string classes
+    return MedSTC(n_topics=4, max_iter=3, random_state=0).fit(train.data, labels)
+
+
+@pytest.fixture
+def stc_file(tmp_path, fitted_stc, newsgroups):
+    path = tmp_path / "model.stc"
+    fitted_stc.save(path, vocabulary=newsgroups[0].vocabulary)
+    return path
+
+
+def fitted_attributes(model):
+    """Fitted attributes, leaving out the vocabulary a model file adds."""
+    return {k: v for k, v in vars(model).items()
+            if k.endswith("_") and not k.startswith("_") and k not in model.get_params()
+            and k not in ("vocabulary_", "text_options_")}
+
+
+def assert_same_attributes(a, b):
+    ours, theirs = fitted_attributes(a), fitted_attributes(b)
+    assert set(ours) == set(theirs)
+    for name, value in ours.items():
+        if isinstance(value, np.ndarray):
+            assert value.dtype == theirs[name].dtype, name
+            assert value.shape == theirs[name].shape, name
+            assert value.tobytes() == theirs[name].tobytes(), name
+        else:
+            assert type(value) is type(theirs[name]) and value == theirs[name], name
+
+
+# ---- round trips
+
+def test_stc_round_trip_is_bit_identical(stc_file, fitted_stc, newsgroups):
+    _, test = newsgroups
+    loaded = stc.load(stc_file)
+    assert type(loaded) is STC and loaded.get_params() == fitted_stc.get_params()
+    assert_same_attributes(fitted_stc, loaded)
+    assert loaded.transform(test.data).tobytes() == fitted_stc.transform(test.data).tobytes()
+    ours, theirs = loaded.word_codes(test.data), fitted_stc.word_codes(test.data)
+    assert ours.data.tobytes() == theirs.data.tobytes()
+    assert np.array_equal(ours.indices, theirs.indices)
+    assert loaded.score(test.data) == fitted_stc.score(test.data)
+    assert list(loaded.vocabulary_) == list(newsgroups[0].vocabulary)
+
+
+def test_medstc_round_trip_is_bit_identical(tmp_path, fitted_medstc, newsgroups):
+    _, test = newsgroups
+    fitted_medstc.save(tmp_path / "clf.stc")
+    loaded = stc.load(tmp_path / "clf.stc")
+    assert type(loaded) is MedSTC and loaded.get_params() == fitted_medstc.get_params()
+    assert_same_attributes(fitted_medstc, loaded)
+    assert np.array_equal(loaded.predict(test.data), fitted_medstc.predict(test.data))
+    assert (loaded.decision_function(test.data).tobytes()
+            == fitted_medstc.decision_function(test.data).tobytes())
+    assert not hasattr(loaded, "vocabulary_")
+
+
+def test_integer_classes_and_no_refit_round_trip(tmp_path, newsgroups):
+    train, test = newsgroups
+    model = MedSTC(n_topics=3, max_iter=2, refit_C=None, random_state=1).fit(
+        train.data, train.target)
+    model.save(tmp_path / "m.stc")
+    loaded = stc.load(tmp_path / "m.stc")
+    assert loaded.classes_.dtype == model.classes_.dtype == np.int64
+    assert loaded.refit_train_accuracy_ is None and loaded.refit_C is None
+    assert np.array_equal(loaded.predict(test.data), model.predict(test.data))
+
+
+def test_saving_a_loaded_model_gives_the_same_content(tmp_path, stc_file):
+    stc.load(stc_file).save(tmp_path / "again.stc")
+    first = json.loads(zipfile.ZipFile(stc_file).read(METADATA_MEMBER))
+    second = json.loads(zipfile.ZipFile(tmp_path / "again.stc").read(METADATA_MEMBER))
+    assert first == second
+
+
+def test_the_file_is_an_npz_with_json_metadata(stc_file, fitted_stc):
+    with np.load(stc_file, allow_pickle=False) as archive:
+        assert np.array_equal(archive["components_"], fitted_stc.components_)
+    metadata = json.loads(zipfile.ZipFile(stc_file).read(METADATA_MEMBER))
+    assert metadata["format_version"] == FORMAT_VERSION
+    assert metadata["package_version"] == stc.__version__
+    assert metadata["estimator"] == "STC"
+    assert metadata["parameters"]["n_topics"] == 4 and metadata["parameters"]["loss"] == "poisson"
+    assert metadata["attributes"]["n_iter_"] == fitted_stc.n_iter_
+    assert len(metadata["vocabulary"]) == fitted_stc.n_features_in_
+    assert metadata["checksum"]["algorithm"] == "sha256"
+
+
+def test_pickle_still_works(stc_file, newsgroups):
+    loaded = stc.load(stc_file)
+    again = pickle.loads(pickle.dumps(loaded))
+    _, test = newsgroups
+    assert again.transform(test.data).tobytes() == loaded.transform(test.data).tobytes()
+    assert list(again.vocabulary_) == list(loaded.vocabulary_)
+
+
+def test_what_cannot_be_saved_is_refused(tmp_path, fitted_stc):
+    with pytest.raises(NotFittedError, match="not fitted"):
+        STC().save(tmp_path / "x.stc")
+    with pytest.raises(ValueError, match="vocabulary has 3 terms but the model was fitted on"):
+        fitted_stc.save(tmp_path / "x.stc", vocabulary=["a", "b", "c"])
+    assert not (tmp_path / "x.stc").exists()
+
+
+# ---- damaged and foreign files
+
+def test_truncated_files_are_refused(tmp_path, stc_file):
+    content = stc_file.read_bytes()
+    for size in (0, 10, len(content) // 2, len(content) - 1):
+        damaged = tmp_path / f"cut{size}.stc"
+        damaged.write_bytes(content[:size])
+        with pytest.raises(ModelFileError, match=f"cut{size}.stc is truncated or corrupted"):
+            stc.load(damaged)
+
+
+def _member_offset(path, member):
+    """Offset in the file of the first data byte of an uncompressed zip member."""
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo(member)
+    raw = Path(path).read_bytes()
+    name_length = int.from_bytes(raw[info.header_offset + 26:info.header_offset + 28], "little")
+    extra_length = int.from_bytes(raw[info.header_offset + 28:info.header_offset + 30], "little")
+    return info.header_offset + 30 + name_length + extra_length, info.file_size
+
+
+@pytest.mark.parametrize("where", ["array data", "metadata", "zip directory"])
+def test_flipped_bytes_are_refused(tmp_path, stc_file, where):
+    content = bytearray(stc_file.read_bytes())
+    if where == "array data":
+        start, size = _member_offset(stc_file, "components_.npy")
+        position = start + size // 2
+    elif where == "metadata":
+        start, size = _member_offset(stc_file, METADATA_MEMBER)
+        position = start + 5  # inside the deflated JSON
+    else:
+        position = len(content) - 30
+    content[position] ^= 0xFF
+    damaged = tmp_path / "flipped.stc"
+    damaged.write_bytes(bytes(content))
+    with pytest.raises(ValueError, match="flipped.stc (is truncated or corrupted|fails its "
+                                         "checksum)"):
+        stc.load(damaged)
+
+
+def _rewrite(source, target, change_metadata=None, change_member=None):
+    """Copy a model file, editing its metadata or a member, with valid zip CRCs."""
+    with zipfile.ZipFile(source) as archive, zipfile.ZipFile(target, "w") as out:
+        for info in archive.infolist():
+            data = archive.read(info.filename)
+            if info.filename == METADATA_MEMBER and change_metadata is not None:
+                metadata = json.loads(data)
+                change_metadata(metadata)
+                data = json.dumps(metadata).encode()
+            elif change_member is not None:
+                data = change_member(info.filename, data)
+            out.writestr(info.filename, data)
+    return target
+
+
+def test_a_changed_array_fails_the_checksum(tmp_path, stc_file):
+    def nudge(name, data):
+        if name != "components_.npy":
+            return data
+        array = np.lib.format.read_array(io.BytesIO(data))
+        array[0, 0] = np.nextafter(array[0, 0], 1.0)  # one ulp: still a valid model
+        buffer = io.BytesIO()
+        np.lib.format.write_array(buffer, array)
+        return buffer.getvalue()
+
+    damaged = _rewrite(stc_file, tmp_path / "nudged.stc", change_member=nudge)
+    with pytest.raises(ValueError, match="nudged.stc fails its checksum"):
+        stc.load(damaged)
+    edited = _rewrite(stc_file, tmp_path / "edited.stc",
+                      change_metadata=lambda m: m["parameters"].update(rho=0.5))
+    with pytest.raises(ValueError, match="edited.stc fails its checksum"):
+        stc.load(edited)
+
+
+@pytest.mark.parametrize("version, message", [
+    (FORMAT_VERSION + 1, "format version 2, written by stc .*reads format version 1: upgrade"),
+    (0, "format version 0, which this stc .* cannot read"),
+    ("1", "format version '1', which this stc"),
+])
+def test_another_format_version_is_refused(tmp_path, stc_file, version, message):
+    changed = _rewrite(stc_file, tmp_path / "v.stc",
+                       change_metadata=lambda m: m.update(format_version=version))
+    with pytest.raises(ValueError, match=message):
+        stc.load(changed)
+
+
+def test_files_that_are_not_models_are_refused(tmp_path):
+    np.savez(tmp_path / "plain.npz", a=np.arange(3))
+    with pytest.raises(ValueError, match="plain.npz is not an stc model file"):
+        stc.load(tmp_path / "plain.npz")
+    (tmp_path / "text.stc").write_text("hello")
+    with pytest.raises(ValueError, match="text.stc is truncated or corrupted"):
+        stc.load(tmp_path / "text.stc")
+    with pytest.raises(FileNotFoundError, match="missing.stc"):
+        stc.load(tmp_path / "missing.stc")
+
+
+class _Trap:
+    """Unpickling this creates a file: proof that code from the file ran."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (Path.touch, (Path(self.path),))
+
+
+def test_loading_runs_no_code_from_the_file(tmp_path, stc_file):
+    proof = tmp_path / "code-ran"
+    trap = np.array([_Trap(proof)], dtype=object)
+
+    def plant(name, data):
+        if name != "objective_.npy":
+            return data
+        buffer = io.BytesIO()
+        np.lib.format.write_array(buffer, trap, allow_pickle=True)
+        return buffer.getvalue()
+
+    planted = _rewrite(stc_file, tmp_path / "planted.stc", change_member=plant)
+    with pytest.raises(ValueError, match="planted.stc: member objective_.npy holds Python objects"):
+        stc.load(planted)
+    assert not proof.exists()
+
+
+# ---- custom losses
+
+class SquaredLoss(stc.losses.PythonLoss):
+    """Half the squared error, in numpy (a stand-in for a user's loss)."""
+
+    def loss(self, y, mean):
+        return 0.5 * (np.asarray(y, float) - mean) ** 2
+
+    def gradient(self, y, mean):
+        return mean - np.asarray(y, float)
+
+    def hessian(self, y, mean):
+        return np.ones(np.broadcast(y, mean).shape)
+
+
+@pytest.fixture
+def registry():
+    saved = dict(stc.losses._REGISTRY)
+    yield stc.losses._REGISTRY
+    stc.losses._REGISTRY.clear()
+    stc.losses._REGISTRY.update(saved)
+
+
+def test_a_custom_loss_is_recorded_by_name(tmp_path, registry, newsgroups):
+    train, test = newsgroups
+    stc.losses.register("half-squared", SquaredLoss)
+    X = train.data[:60]
+    for loss in ("half-squared", SquaredLoss()):  # a name, or an instance of the class
+        model = STC(n_topics=2, max_iter=2, loss=loss, random_state=0).fit(X)
+        model.save(tmp_path / "custom.stc")
+        metadata = json.loads(zipfile.ZipFile(tmp_path / "custom.stc").read(METADATA_MEMBER))
+        assert metadata["parameters"]["loss"] == "half-squared"
+    loaded = stc.load(tmp_path / "custom.stc")
+    assert np.array_equal(loaded.transform(test.data[:20]), model.transform(test.data[:20]))
+    del registry["half-squared"]
+    with pytest.raises(ValueError, match=r"custom.stc was fitted with the loss 'half-squared', "
+                                         r"which is not registered in this process"):
+        stc.load(tmp_path / "custom.stc")
+
+
+def test_an_unregistered_loss_instance_cannot_be_saved(tmp_path, newsgroups):
+    model = STC(n_topics=2, max_iter=2, loss=SquaredLoss(), random_state=0).fit(
+        newsgroups[0].data[:60])
+    with pytest.raises(ValueError, match="SquaredLoss, which is not registered"):
+        model.save(tmp_path / "x.stc")
+
+
+def test_a_random_state_object_is_stored_as_none(tmp_path, newsgroups):
+    train, test = newsgroups
+    model = STC(n_topics=2, max_iter=2, random_state=np.random.RandomState(0)).fit(
+        train.data[:80])
+    with pytest.warns(UserWarning, match="records random_state=None"):
+        model.save(tmp_path / "m.stc")
+    loaded = stc.load(tmp_path / "m.stc")
+    assert loaded.random_state is None
+    assert loaded.transform(test.data).tobytes() == model.transform(test.data).tobytes()
+    model.set_params(random_state=np.int64(7))  # a numpy integer is stored as an int
+    model.save(tmp_path / "m.stc")
+    assert stc.load(tmp_path / "m.stc").random_state == 7

@@ -1,0 +1,342 @@
+"""The `stc` command: every command on the embedded corpus (as SVMlight files) and on a
+small folder of text files, run in-process through `main(argv)` and once through the
+installed console script; errors, exit codes, help texts."""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.io
+from sklearn.datasets import dump_svmlight_file
+
+import stc
+import stc.io
+from stc import STC, MedSTC
+from stc.cli import EXIT_ERROR, EXIT_OK, EXIT_USAGE, build_parser, main
+from stc.datasets import load_newsgroups_split
+
+FAST = ["-k", "3", "--max-iter", "4", "--random-state", "0"]
+
+
+@pytest.fixture(scope="module")
+def newsgroups():
+    return load_newsgroups_split()
+
+
+@pytest.fixture(scope="module")
+def svmlight_dir(tmp_path_factory, newsgroups):
+    """The embedded corpus as SVMlight files with a vocab.txt beside them."""
+    folder = tmp_path_factory.mktemp("svmlight")
+    train, test = newsgroups
+    dump_svmlight_file(train.data, train.target, str(folder / "train.svm"), zero_based=True)
+    dump_svmlight_file(test.data, test.target, str(folder / "test.svm"), zero_based=True)
+    (folder / "vocab.txt").write_text("\n".join(train.vocabulary) + "\n", encoding="utf-8")
+    return folder
+
+
+def _write_documents(folder, bunch, per_label):
+    """The first documents of every label as text files, each word repeated by its count."""
+    for label, name in enumerate(bunch.target_names):
+        (folder / name).mkdir(parents=True)
+        rows = np.flatnonzero(bunch.target == label)[:per_label]
+        for i in rows:
+            row = bunch.data[i]
+            words = [w for w, c in zip(bunch.vocabulary[row.indices], row.data)
+                     for _ in range(int(c))]
+            (folder / name / f"{i:05d}.txt").write_text(" ".join(words), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def text_dir(tmp_path_factory, newsgroups):
+    """A small text corpus, train/ and test/, one sub-folder per newsgroup."""
+    root = tmp_path_factory.mktemp("texts")
+    train, test = newsgroups
+    _write_documents(root / "train", train, per_label=40)
+    _write_documents(root / "test", test, per_label=20)
+    return root
+
+
+def run(argv, capsys):
+    """main(argv) in-process: (exit status, stdout, stderr)."""
+    status = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+# ---- STC on the embedded corpus (SVMlight)
+
+@pytest.fixture(scope="module")
+def stc_model(tmp_path_factory, svmlight_dir):
+    path = tmp_path_factory.mktemp("models") / "stc.model"
+    assert main(["fit", str(svmlight_dir / "train.svm"), "-o", str(path), "-q", *FAST]) == 0
+    return path
+
+
+def test_fit_trains_the_model_python_would(stc_model, newsgroups):
+    train, _ = newsgroups
+    expected = STC(n_topics=3, max_iter=4, random_state=0).fit(train.data)
+    model = stc.load(stc_model)
+    assert model.components_.tobytes() == expected.components_.tobytes()
+    assert np.array_equal(model.objective_, expected.objective_)
+    assert list(model.vocabulary_) == list(train.vocabulary)  # vocab.txt found beside DATA
+    assert model.verbose == 0  # -q
+
+
+def test_fit_reports_progress_on_stderr_unless_quiet(tmp_path, svmlight_dir, capsys):
+    status, out, err = run(["fit", svmlight_dir / "train.svm", "-o", tmp_path / "m",
+                            "-k", "2", "--max-iter", "3", "--tol", "0", "--random-state", "0"],
+                           capsys)
+    assert status == EXIT_OK and out == ""
+    progress = [line for line in err.splitlines() if line.startswith("iter")]
+    assert len(progress) == 3 and all("objective" in line for line in progress)
+    assert "saved to" in err
+    status, out, err = run(["fit", svmlight_dir / "train.svm", "-o", tmp_path / "m", "-q",
+                            "-k", "2", "--max-iter", "3", "--tol", "0"], capsys)
+    assert status == EXIT_OK and out == "" and "iter" not in err and "saved" not in err
+
+
+def test_topics_prints_each_topics_top_words_with_weights(stc_model, capsys):
+    status, out, _ = run(["topics", stc_model, "-n", "5"], capsys)
+    assert status == EXIT_OK
+    model = stc.load(stc_model)
+    lines = out.splitlines()
+    assert len(lines) == 3
+    for k, (line, words) in enumerate(zip(lines, model.top_words(model.vocabulary_, 5))):
+        label, rest = line.split(": ", 1)
+        assert label == f"topic {k}"
+        fields = rest.split()
+        assert fields[0::2] == words
+        weights = [float(w) for w in fields[1::2]]
+        columns = [list(model.vocabulary_).index(w) for w in words]
+        assert np.allclose(weights, model.components_[k, columns], atol=5e-5)
+
+
+def test_transform_writes_the_codes_python_computes(tmp_path, stc_model, svmlight_dir,
+                                                   newsgroups, capsys):
+    _, test = newsgroups
+    model = stc.load(stc_model)
+    status, _, _ = run(["transform", stc_model, svmlight_dir / "test.svm", "-o",
+                        tmp_path / "codes.npz", "--word-codes", "-q"], capsys)
+    assert status == EXIT_OK
+    with np.load(tmp_path / "codes.npz", allow_pickle=False) as codes:
+        assert codes["document_codes"].tobytes() == model.transform(test.data).tobytes()
+        expected = model.word_codes(test.data)
+        assert np.array_equal(codes["word_codes_data"], expected.data)
+        assert np.array_equal(codes["word_codes_indices"], expected.indices)
+        assert np.array_equal(codes["word_codes_indptr"], expected.indptr)
+        assert tuple(codes["word_codes_shape"]) == (test.data.nnz, 3)
+        document, term = codes["word_code_document"], codes["word_code_term"]
+        assert np.array_equal(test.data[document, term].A1, test.data.data)
+    status, _, _ = run(["transform", stc_model, svmlight_dir / "test.svm", "-o",
+                        tmp_path / "codes.mtx", "--word-codes", "-q"], capsys)
+    assert status == EXIT_OK
+    theta = scipy.io.mmread(tmp_path / "codes.mtx")
+    assert np.array_equal(theta.toarray(), model.transform(test.data))
+    words = scipy.io.mmread(tmp_path / "codes.word_codes.mtx")
+    assert np.array_equal(words.toarray(), model.word_codes(test.data).toarray())
+
+
+def test_evaluate_stc_gives_objective_and_held_out_loss(stc_model, svmlight_dir, newsgroups,
+                                                        capsys):
+    _, test = newsgroups
+    status, out, _ = run(["evaluate", stc_model, svmlight_dir / "test.svm"], capsys)
+    assert status == EXIT_OK
+    model = stc.load(stc_model)
+    objective = float(re.search(r"^objective: (\S+)", out, re.M).group(1))
+    loss = float(re.search(r"^held-out loss \(poisson\): (\S+)", out, re.M).group(1))
+    assert objective == pytest.approx(-model.score(test.data), rel=1e-5)
+    # Objective (2) = loss + lambda ||theta||^2 + sum_n (gamma ||s_n - theta||^2 + rho |s_n|_1)
+    # over the words of terms the topics know (others are not coded): the printed loss
+    # must be what is left of the objective after the penalties.
+    theta, codes = model.transform(test.data), model.word_codes(test.data).toarray()
+    X = test.data
+    known = model.components_.sum(axis=0)[X.indices] > 0
+    assert not known.all()  # the test split has terms the training split lacks
+    document = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))[known]
+    penalties = (model.lambda_ * np.sum(theta ** 2)
+                 + model.lambda_ * np.sum((codes[known] - theta[document]) ** 2)
+                 + model.rho * np.sum(codes))
+    unseen = int(re.search(r"(\d+) words of terms the model never saw", out).group(1))
+    assert unseen == X.data[~known].sum()
+    assert 0 < loss < objective
+    assert loss == pytest.approx(objective - penalties, rel=1e-5)
+
+
+def test_info_says_what_the_file_holds(stc_model, capsys):
+    status, out, _ = run(["info", stc_model], capsys)
+    assert status == EXIT_OK
+    assert "checksum ok" in out
+    assert "model: STC, 3 topics, 18335 terms, loss poisson (registered)" in out
+    assert "fit: 4 iterations" in out
+    status, out, _ = run(["info", stc_model, "--json"], capsys)
+    import json
+    metadata = json.loads(out)
+    assert metadata["estimator"] == "STC" and metadata["parameters"]["n_topics"] == 3
+
+
+# ---- MedSTC on a folder of text files
+
+@pytest.fixture(scope="module")
+def medstc_model(tmp_path_factory, text_dir):
+    path = tmp_path_factory.mktemp("models") / "medstc.model"
+    status = main(["fit", str(text_dir / "train"), "-o", str(path), "--model", "medstc",
+                   "--min-df", "2", "-q", *FAST])
+    assert status == EXIT_OK
+    return path
+
+
+def test_fit_on_text_remembers_the_vocabulary_and_tokenisation(medstc_model, text_dir):
+    model = stc.load(medstc_model)
+    corpus = stc.io.read_text_folder(text_dir / "train", min_df=2)
+    assert list(model.vocabulary_) == list(corpus.vocabulary)
+    assert model.text_options_["min_df"] == 2
+    assert list(model.classes_) == ["comp.graphics", "rec.sport.hockey", "sci.space"]
+    expected = MedSTC(n_topics=3, max_iter=4, random_state=0).fit(
+        corpus.data, stc.io.labels_of(corpus))
+    assert model.coef_.tobytes() == expected.coef_.tobytes()
+
+
+def test_evaluate_medstc_gives_accuracy_and_confusion_matrix(medstc_model, text_dir, capsys):
+    status, out, _ = run(["evaluate", medstc_model, text_dir / "test"], capsys)
+    assert status == EXIT_OK
+    model = stc.load(medstc_model)
+    corpus = stc.io.load_corpus(text_dir / "test", model=model)
+    y = stc.io.labels_of(corpus)
+    accuracy = float(re.search(r"^accuracy: (\S+)", out, re.M).group(1))
+    assert accuracy == pytest.approx(model.score(corpus.data, y), abs=5e-5)
+    lines = out.splitlines()
+    table = lines[lines.index("confusion matrix (rows: true label, columns: predicted "
+                              "label):") + 2:]
+    matrix = np.array([[int(v) for v in line.split()[1:]] for line in table])
+    assert [line.split()[0] for line in table] == list(model.classes_)
+    assert np.array_equal(matrix.sum(axis=1), [20, 20, 20])
+    assert np.trace(matrix) == round(accuracy * 60)
+
+
+def test_transform_of_new_text_uses_the_fitted_terms(tmp_path, medstc_model, capsys):
+    model = stc.load(medstc_model)
+    known = [w for w in model.vocabulary_[:50]]
+    new = tmp_path / "new"
+    new.mkdir()
+    (new / "a.txt").write_text(" ".join(known[:20]).upper() + " qwertyuiop zxcvbnm")
+    (new / "b.txt").write_text("qwertyuiop zxcvbnm")  # no known term at all
+    status, _, _ = run(["transform", medstc_model, new, "-o", tmp_path / "new.npz", "-q"],
+                       capsys)
+    assert status == EXIT_OK
+    counts = np.zeros((2, model.n_features_in_))
+    counts[0, :20] = 1  # the 20 known terms, lower-cased as in training
+    with np.load(tmp_path / "new.npz", allow_pickle=False) as codes:
+        assert np.array_equal(codes["document_codes"], model.transform(counts))
+        assert [Path(p).name for p in codes["documents"]] == ["a.txt", "b.txt"]
+        assert np.all(codes["document_codes"][1] == 0)
+
+
+# ---- errors and exit codes
+
+def _one_line_error(err, *needles):
+    """The error is the last line on stderr, and the only one (progress lines aside)."""
+    lines = err.strip().splitlines()
+    errors = [line for line in lines if ": error: " in line]
+    assert len(errors) == 1 and errors[0] == lines[-1], err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert str(needle) in lines[-1], (needle, lines[-1])
+
+
+def test_missing_and_unreadable_inputs_name_the_file(tmp_path, stc_model, capsys):
+    status, _, err = run(["fit", tmp_path / "missing.svm", "-o", tmp_path / "m"], capsys)
+    assert status == EXIT_ERROR
+    _one_line_error(err, "stc fit: error:", "missing.svm")
+    status, _, err = run(["topics", tmp_path / "nope.model"], capsys)
+    assert status == EXIT_ERROR
+    _one_line_error(err, "nope.model not found")
+    (tmp_path / "prose.txt").write_text("just some words\n")
+    status, _, err = run(["transform", stc_model, tmp_path / "prose.txt", "-o",
+                          tmp_path / "c.npz"], capsys)
+    assert status == EXIT_ERROR
+    _one_line_error(err, "prose.txt is neither")
+
+
+def test_damaged_model_files_are_refused_in_one_line(tmp_path, stc_model, capsys):
+    content = stc_model.read_bytes()
+    (tmp_path / "cut.model").write_bytes(content[: len(content) // 2])
+    for command in (["info"], ["topics"], ["evaluate"]):
+        argv = command + [tmp_path / "cut.model"] + (["x"] if command == ["evaluate"] else [])
+        status, _, err = run(argv, capsys)
+        assert status == EXIT_ERROR
+        _one_line_error(err, "cut.model is truncated or corrupted")
+
+
+def test_bad_arguments_are_usage_errors_naming_the_option(tmp_path, svmlight_dir, capsys):
+    data = svmlight_dir / "train.svm"
+    for argv, option in [
+        (["fit", data, "-o", tmp_path / "m", "-k", "0"], "-k/--topics"),
+        (["fit", data, "-o", tmp_path / "m", "--lambda", "-1"], "--lambda"),
+        (["fit", data, "-o", tmp_path / "m", "--min-df", "1.5"], "--min-df"),
+        (["fit", data, "-o", tmp_path / "m", "--model", "lda"], "--model"),
+        (["fit", data], "-o/--output"),
+        (["topics", "m", "-n", "many"], "-n/--words"),
+        (["frobnicate"], "frobnicate"),
+    ]:
+        status, _, err = run(argv, capsys)
+        assert status == EXIT_USAGE, argv
+        _one_line_error(err, option)
+    status, _, err = run(["fit", data, "-o", tmp_path / "m", "--loss", "nope"], capsys)
+    assert status == EXIT_ERROR
+    _one_line_error(err, "--loss: 'nope' is not registered")
+    status, _, err = run(["fit", data, "-o", tmp_path / "m", "--delta", "5"], capsys)
+    _one_line_error(err, "--delta: MedSTC options, given with --model stc")
+
+
+def test_medstc_needs_labels(tmp_path, newsgroups, capsys):
+    train, _ = newsgroups
+    scipy.io.mmwrite(tmp_path / "docs.mtx", train.data[:40])
+    status, _, err = run(["fit", tmp_path / "docs.mtx", "-o", tmp_path / "m", "--model",
+                          "medstc", "-q", *FAST], capsys)
+    assert status == EXIT_ERROR
+    assert len(err.splitlines()) == 1
+    _one_line_error(err, "docs.mtx has no labels")
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        main(["info", str(tmp_path / "nope.model"), "--debug"])
+
+
+def test_every_option_explains_itself_with_its_default(capsys):
+    parser = build_parser()
+    subcommands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(subcommands.choices) == {"fit", "topics", "transform", "evaluate", "info"}
+    for name, sub in subcommands.choices.items():
+        for action in sub._actions:
+            if not action.option_strings or isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help and ("default" in action.help or "required" in action.help), \
+                (name, action.option_strings)
+        status, out, _ = run([name, "--help"], capsys)
+        assert status == EXIT_OK and "exit status" in out
+
+
+# ---- the installed console script
+
+def _console_script():
+    here = Path(sys.executable).parent / ("stc.exe" if os.name == "nt" else "stc")
+    script = str(here) if here.exists() else shutil.which("stc")
+    assert script is not None, "the stc console script is not installed: pip install -e ."
+    return script
+
+
+def test_console_script_runs_fit_and_topics(tmp_path, text_dir):
+    script = _console_script()
+    fit = subprocess.run([script, "fit", str(text_dir / "train"), "-o", str(tmp_path / "m"),
+                          *FAST], capture_output=True, text=True, timeout=300)
+    assert fit.returncode == 0, fit.stderr
+    assert fit.stdout == "" and "iter" in fit.stderr
+    topics = subprocess.run([script, "topics", str(tmp_path / "m"), "-n", "3"],
+                            capture_output=True, text=True, timeout=300)
+    assert topics.returncode == 0 and len(topics.stdout.splitlines()) == 3

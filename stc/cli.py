@@ -442,18 +442,18 @@ def _run_fit(args):
 
 
 def _run_topics(args):
-    from stc._persistence import read_model_file
+    from types import SimpleNamespace
 
+    from stc._persistence import read_model_file
+    from stc.inspect import top_words
+
+    # The file's topics and vocabulary suffice: no need for the model's loss to be registered.
     metadata, arrays = read_model_file(args.model)
-    beta = arrays["components_"]
-    vocabulary = metadata.get("vocabulary")
-    terms = np.asarray(vocabulary if vocabulary is not None
-                       else [f"#{j}" for j in range(beta.shape[1])], dtype=object)
-    n = min(args.words, beta.shape[1])
-    order = np.argsort(-beta, axis=1, kind="stable")[:, :n]
-    width = len(str(beta.shape[0] - 1))
-    for k, row in enumerate(order):
-        words = "  ".join(f"{terms[j]} {beta[k, j]:.4f}" for j in row)
+    topics = SimpleNamespace(components_=arrays["components_"],
+                             vocabulary_=metadata.get("vocabulary"))
+    width = len(str(topics.components_.shape[0] - 1))
+    for k, pairs in enumerate(top_words(topics, n=args.words)):
+        words = "  ".join(f"{term} {weight:.4f}" for term, weight in pairs)
         print(f"topic {k:>{width}}: {words}")
     return EXIT_OK
 

@@ -16,6 +16,7 @@ from sklearn.datasets import dump_svmlight_file
 
 import stc
 import stc.io
+import stc.losses
 from stc import STC, MedSTC
 from stc.cli import EXIT_ERROR, EXIT_OK, EXIT_USAGE, build_parser, main
 from stc.datasets import load_newsgroups_split
@@ -234,6 +235,66 @@ def test_transform_of_new_text_uses_the_fitted_terms(tmp_path, medstc_model, cap
         assert np.array_equal(codes["document_codes"], model.transform(counts))
         assert [Path(p).name for p in codes["documents"]] == ["a.txt", "b.txt"]
         assert np.all(codes["document_codes"][1] == 0)
+
+
+# ---- a custom loss, registered by an --import module
+
+LOSS_MODULE = """
+import numpy as np
+import stc.losses
+
+
+class HalfSquared(stc.losses.PythonLoss):
+    def loss(self, y, mean):
+        return 0.5 * (np.asarray(y, float) - mean) ** 2
+
+    def gradient(self, y, mean):
+        return mean - np.asarray(y, float)
+
+    def hessian(self, y, mean):
+        return np.ones(np.broadcast(y, mean).shape)
+
+
+stc.losses.register("cli-half-squared", HalfSquared)
+"""
+
+
+@pytest.fixture
+def loss_module(tmp_path):
+    """A user's module registering a loss; the registry is restored afterwards."""
+    saved = dict(stc.losses._REGISTRY)
+    path = tmp_path / "my_loss.py"
+    path.write_text(LOSS_MODULE)
+    yield path
+    stc.losses._REGISTRY.clear()
+    stc.losses._REGISTRY.update(saved)
+
+
+def test_a_custom_loss_comes_from_an_imported_module(tmp_path, loss_module, newsgroups,
+                                                     capsys):
+    train, _ = newsgroups
+    dump_svmlight_file(train.data[:60], train.target[:60], str(tmp_path / "small.svm"))
+    model = tmp_path / "custom.model"
+    status, _, err = run(["fit", tmp_path / "small.svm", "-o", model, "--loss",
+                          "cli-half-squared", "-k", "2", "--max-iter", "2", "-q"], capsys)
+    _one_line_error(err, "--loss: 'cli-half-squared' is not registered")
+    status, _, err = run(["fit", tmp_path / "small.svm", "-o", model, "--import", loss_module,
+                          "--loss", "cli-half-squared", "-k", "2", "--max-iter", "2", "-q"],
+                         capsys)
+    assert status == EXIT_OK, err
+    del stc.losses._REGISTRY["cli-half-squared"]  # a new process, without the module
+    status, out, _ = run(["info", model], capsys)
+    assert status == EXIT_OK and "loss cli-half-squared (NOT registered here)" in out
+    status, _, err = run(["transform", model, tmp_path / "small.svm", "-o", tmp_path / "c.npz"],
+                         capsys)
+    assert status == EXIT_ERROR
+    _one_line_error(err, "fitted with the loss 'cli-half-squared', which is not registered in "
+                         "this process")
+    status, _, err = run(["transform", model, tmp_path / "small.svm", "-o", tmp_path / "c.npz",
+                          "--import", loss_module, "-q"], capsys)
+    assert status == EXIT_OK, err
+    status, _, err = run(["info", model, "--import", tmp_path / "absent.py"], capsys)
+    _one_line_error(err, "--import: file", "absent.py not found")
 
 
 # ---- errors and exit codes

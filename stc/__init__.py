@@ -3,10 +3,11 @@ documents and words, learned by coordinate descent; MedSTC adds a max-margin
 classifier on the document codes."""
 from stc._core._openmp import openmp_enabled
 from stc._persistence import load
+from stc._report import report
 from stc._stc import STC
 from stc.supervised import MedSTC
 
-__all__ = ["MedSTC", "STC", "openmp_enabled", "get_include", "load"]
+__all__ = ["MedSTC", "STC", "openmp_enabled", "get_include", "load", "report"]
 __version__ = "0.1.0"
 
 

@@ -94,6 +94,8 @@ class STC(TransformerMixin, BaseEstimator):
         Objective (2) after each outer iteration (never increases).
     n_iter_ : int
     n_features_in_ : int
+    fit_time_ : float
+        Seconds spent in the last call to ``fit``.
     """
 
     def __init__(self, n_topics=20, *, lambda_=0.1, gamma=None, rho=0.01, loss="poisson",
@@ -161,9 +163,11 @@ class STC(TransformerMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         """Learn the topics from the document-term count matrix ``X``."""
+        start = time.perf_counter()
         loss = self._check_params()
         X = self._validate_X(X, reset=True, loss=loss)
         self._fit(X, loss)
+        self.fit_time_ = time.perf_counter() - start
         return self
 
     def _fit(self, X, loss, supervisor=None):

@@ -321,6 +321,7 @@ class MedSTC(ClassifierMixin, STC):
 
     def fit(self, X, y):
         """Learn topics, codes and the classifier from counts ``X`` and labels ``y``."""
+        start = time.perf_counter()
         loss = self._check_params()
         check_number(self.C, "C", low=0, low_inclusive=False)
         check_number(self.delta, "delta", low=0, low_inclusive=False)
@@ -347,6 +348,7 @@ class MedSTC(ClassifierMixin, STC):
         self.coef_, self.refit_train_accuracy_ = self.joint_coef_, None
         if self.refit_C is not None:
             self.coef_, self.refit_train_accuracy_ = self._refit_classifier(X, y_index)
+        self.fit_time_ = time.perf_counter() - start
         return self
 
     def _refit_svm(self, C):

@@ -90,10 +90,12 @@ class STC(TransformerMixin, BaseEstimator):
     ----------
     components_ : ndarray (n_topics, n_features)
         Topics beta, each on the probability simplex.
-    objective_ : ndarray (n_iter_,)
+    objective_ : ndarray of shape (n_iter,)
         Objective (2) after each outer iteration (never increases).
     n_iter_ : int
+        Number of outer iterations run.
     n_features_in_ : int
+        Number of terms (columns of ``X``) seen in ``fit``.
     fit_time_ : float
         Seconds spent in the last call to ``fit``.
     """

@@ -397,8 +397,9 @@ def pyldavis_data(model, X, vocabulary=None):
 
 
 def pyldavis_prepare(model, X, vocabulary=None, **kwargs):
-    """``pyLDAvis.prepare(**pyldavis_data(model, X, vocabulary), **kwargs)``.
+    """Call ``pyLDAvis.prepare`` on `pyldavis_data` of the model and corpus.
 
+    That is ``pyLDAvis.prepare(**pyldavis_data(model, X, vocabulary), **kwargs)``.
     Needs pyLDAvis (``pip install 'stc[pyldavis]'``). Keyword arguments go to
     ``pyLDAvis.prepare`` (for example ``sort_topics=False`` to keep the
     model's topic numbers, ``mds="mmds"``).

@@ -225,27 +225,30 @@ class MedSTC(ClassifierMixin, STC):
 
     Parameters are those of `STC` (with ``max_iter`` defaulting to 20 and
     ``lambda_`` to 30, the settings measured in `benchmarks/results_medstc.md`;
-    ``gamma`` defaults to ``lambda_`` as in STC), plus
+    ``gamma`` defaults to ``lambda_`` as in STC), plus those below. Its
+    attributes are STC's plus those below.
 
+    Parameters
+    ----------
     C : float, default=30000.0
         Weight of the averaged multi-class hinge loss. C, ``lambda_``,
         ``rho`` and ``refit_C`` were chosen together by 2-fold
         cross-validation on the 20 Newsgroups training split at K = 50
-        (`benchmarks/results_medstc.md`, 9 settings of (C, lambda_) times 7
-        of refit_C): C and lambda_ must grow together, and the best mean
-        validation accuracy, 0.865, came from C = 30000, lambda_ = 30,
-        rho = 0.01, refit_C = 3e6 (C = 10000, lambda_ = 10 gave 0.861;
-        the earlier defaults C = 450, lambda_ = 0.1 without refit gave
-        0.78). The price is sparsity: with a lambda_ this large the codes
+        (`benchmarks/results_medstc.md`, 9 settings of (C, ``lambda_``) times 7
+        of refit_C): C and ``lambda_`` must grow together, and the best mean
+        validation accuracy, 0.865, came from C = 30000, ``lambda_`` = 30,
+        rho = 0.01, refit_C = 3e6 (C = 10000, ``lambda_`` = 10 gave 0.861;
+        the earlier defaults C = 450, ``lambda_`` = 0.1 without refit gave
+        0.78). The price is sparsity: with a ``lambda_`` this large the codes
         are nearly dense (at K = 50, 1.5 % of the test document codes are
-        zero); smaller C and lambda_ give sparser, less accurate codes.
+        zero); smaller C and ``lambda_`` give sparser, less accurate codes.
         The hinge is averaged over documents
         while objective (2) sums over them, so on a much larger or smaller
         corpus a C scaled with the number of documents is a natural first
         try.
         With ``theta_penalty="l1"`` the shifted-mean coding step can be
         unbounded: when (C / D) (eta_{y_d} - eta_{yhat_d})_k exceeds
-        lambda_ + rho |I_d| + sum_n beta_kn, raising theta_k and the word
+        ``lambda_`` + rho ``|I_d|`` + sum_n beta_kn, raising theta_k and the word
         codes of topic k together lowers the linearised objective without
         end, and the document's codes run off. The safeguard rejects such
         steps (counted in ``rejected_steps_``): the fit stays finite and (4)
@@ -268,19 +271,19 @@ class MedSTC(ClassifierMixin, STC):
         shifted mean, while test codes have no label to pull them, so the
         classifier is tuned to features it never sees at test time. The
         label-free codes are less separable, hence the larger C. In the
-        cross-validation every setting of (C, lambda_) gained 3 to 8
+        cross-validation every setting of (C, ``lambda_``) gained 3 to 8
         points of validation accuracy from it (at its best refit_C). None
         keeps the loop's eta (the paper's classifier, the minimiser of
         (4)'s SVM block).
-        The default suits the default C and lambda_, whose document codes
+        The default suits the default C and ``lambda_``, whose document codes
         are small (mean 0.12 at K = 50 on 20 Newsgroups). The cutting-plane
         SVM needs more iterations as C times the squared size of the codes
-        grows: with ``theta_penalty="l1"`` and lambda_ = 0.1 the codes reach
+        grows: with ``theta_penalty="l1"`` and ``lambda_`` = 0.1 the codes reach
         the hundreds, and a refit at 3e6 can take minutes and stop at
         ``svm_max_iter``. With other settings, cross-validate refit_C with
         them (`benchmarks/bench_medstc.py --cv`) or set it to None.
 
-    Attributes (besides STC's)
+    Attributes
     ----------
     classes_ : ndarray
     coef_ : ndarray (n_classes, n_topics)

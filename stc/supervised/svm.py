@@ -726,7 +726,7 @@ class CuttingPlaneSVM(ClassifierMixin, BaseEstimator):
         return scores
 
     def predict(self, X):
-        """Class with the highest score ``W_y . x``."""
+        """Class with the highest score ``W_y @ x``."""
         scores = self.decision_function(X)
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(np.intp)]

@@ -1,0 +1,139 @@
+"""Every code example of the documentation runs, and prints what the page says.
+
+The pages are Markdown (MyST). In each page (docs/*.md, and README.md):
+
+* every ``python`` code block runs, in order, in one namespace per page: a
+  block of ``>>>`` examples as a doctest (output compared with ELLIPSIS and
+  whitespace normalisation), any other block with ``exec``;
+* a ``text`` block right after an ``<!-- output of: COMMAND -->`` comment is
+  the output of COMMAND, run from the repository root in a temporary copy of
+  docs/examples (``python`` is this interpreter), compared the same way;
+* a block right after a ``<!-- file: PATH -->`` comment shows the file PATH
+  (relative to the repository root) and must equal it; it is not run itself
+  (the file runs through an ``output of`` command);
+* no ``>>>`` example hides outside a ``python`` block, and code blocks use
+  only the languages listed in LANGUAGES, so none escapes these checks.
+"""
+import doctest
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
+# languages of blocks that are not run: shell sessions, Cython, program output, and the
+# Sphinx directives of the site's index and API pages (a table of contents, autosummary)
+LANGUAGES = {"python", "console", "cython", "text", "{toctree}", "{eval-rst}"}
+MARKER = re.compile(r"<!--\s*(?P<kind>output of|file):\s*(?P<value>.+?)\s*-->")
+FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+
+
+def code_blocks(path):
+    """(language, code, first line number, marker) of each fenced block.
+
+    marker is None, ("output of", command) or ("file", path).
+    """
+    blocks, lines = [], path.read_text(encoding="utf-8").splitlines()
+    fence, start, language, body, command, pending = None, 0, "", [], None, None
+    for number, line in enumerate(lines, 1):
+        if fence is None:
+            opening = re.match(r"^(```+|~~~+)\s*(\{?[\w-]*\}?)", line)
+            marker = MARKER.search(line)
+            if marker:
+                pending = (marker.group("kind"), marker.group("value"))
+            elif opening:
+                fence, start, language, body = opening.group(1), number, opening.group(2), []
+                command, pending = pending, None
+            elif line.strip():
+                pending = None
+        elif line.startswith(fence) and not line[len(fence):].strip():
+            blocks.append((language, "\n".join(body) + "\n", start, command))
+            fence = None
+        else:
+            body.append(line)
+    assert fence is None, f"{path.name}: code block opened on line {start} is never closed"
+    return blocks
+
+
+def test_pages_are_found():
+    names = {page.name for page in PAGES}
+    assert {"quickstart.md", "user_guide.md", "inspecting.md", "custom_losses.md",
+            "README.md"} <= names
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_no_example_escapes_the_checks(page):
+    blocks = code_blocks(page)
+    for language, code, line, marker in blocks:
+        assert language in LANGUAGES, \
+            f"{page.name}:{line}: code block in {language!r} (run it or list the language)"
+        if marker and marker[0] == "output of":
+            assert language == "text", f"{page.name}:{line}: an output marker must precede a text block"
+        if marker and marker[0] == "file":
+            source = (ROOT / marker[1]).read_text(encoding="utf-8")
+            assert code.strip() == source.strip(), \
+                f"{page.name}:{line}: the block differs from {marker[1]}"
+    inside = set()
+    for _, code, line, _ in blocks:
+        inside.update(range(line, line + code.count("\n") + 2))
+    for number, text in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        if text.lstrip().startswith(">>>"):
+            assert number in inside, f"{page.name}:{number}: a >>> example outside a code block"
+    for language, code, line, _ in blocks:
+        if ">>>" in code:
+            assert language == "python", f"{page.name}:{line}: >>> examples in a {language} block"
+
+
+def run_python_blocks(page, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # examples that write files write them here
+    namespace = {"__name__": "__docs__"}
+    parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(optionflags=FLAGS)
+    ran = 0
+    for language, code, line, marker in code_blocks(page):
+        if language != "python" or marker:  # a file's copy runs as that file
+            continue
+        ran += 1
+        if ">>>" in code:
+            test = parser.get_doctest(code, namespace, f"{page.name}:{line}", str(page), line)
+            output = []
+            result = runner.run(test, out=output.append, clear_globs=False)
+            namespace.update(test.globs)  # the doctest ran on a copy
+            assert result.failed == 0, "".join(output)
+        else:
+            exec(compile(code, f"{page.name}:{line}", "exec"), namespace)
+    return ran
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if any(
+    language == "python" and not marker for language, _, _, marker in code_blocks(p))],
+    ids=lambda page: page.name)
+def test_python_examples_run(page, tmp_path, monkeypatch):
+    assert run_python_blocks(page, tmp_path, monkeypatch) > 0
+
+
+OUTPUTS = [(page, line, marker[1], expected) for page in PAGES
+           for language, expected, line, marker in code_blocks(page)
+           if marker and marker[0] == "output of"]
+
+
+@pytest.mark.parametrize("page, line, command, expected", OUTPUTS,
+                         ids=[f"{page.name}:{line}" for page, line, _, _ in OUTPUTS])
+def test_printed_output_is_what_the_command_prints(page, line, command, expected, tmp_path):
+    if "setup.py build_ext" in command and not any(shutil.which(cc) for cc in ("cc", "gcc")):
+        pytest.skip("building the compiled example needs a C compiler")
+    shutil.copytree(ROOT / "docs" / "examples", tmp_path / "docs" / "examples",
+                    ignore=shutil.ignore_patterns("build", "*.so", "*.c", "__pycache__"))
+    environment = dict(os.environ, PYTHONDONTWRITEBYTECODE="1",
+                       PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    result = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=600, env=environment)
+    assert result.returncode == 0, f"{command}\n{result.stdout}\n{result.stderr}"
+    checker = doctest.OutputChecker()
+    assert checker.check_output(expected, result.stdout, FLAGS), (
+        f"{page.name}:{line}: the page shows\n{expected}\nbut `{command}` prints\n"
+        f"{result.stdout}")

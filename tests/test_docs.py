@@ -1,6 +1,6 @@
 """Every code example of the documentation runs, and prints what the page says.
 
-The pages are Markdown (MyST). In each page (docs/*.md, and README.md):
+The pages are Markdown (MyST). In each page of docs/*.md:
 
 * every ``python`` code block runs, in order, in one namespace per page: a
   block of ``>>>`` examples as a doctest (output compared with ELLIPSIS and
@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
+PAGES = sorted((ROOT / "docs").glob("*.md"))
 # languages of blocks that are not run: shell sessions, Cython, program output, and the
 # Sphinx directives of the site's index and API pages (a table of contents, autosummary)
 LANGUAGES = {"python", "console", "cython", "text", "{toctree}", "{eval-rst}"}
@@ -62,8 +62,7 @@ def code_blocks(path):
 
 def test_pages_are_found():
     names = {page.name for page in PAGES}
-    assert {"quickstart.md", "user_guide.md", "inspecting.md", "custom_losses.md",
-            "README.md"} <= names
+    assert {"quickstart.md", "user_guide.md", "inspecting.md", "custom_losses.md"} <= names
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)

@@ -726,3 +726,87 @@ def test_newton_from_a_tiny_warm_start(solver):
     for x_start in (0.0, 1e-20, 1e-40, 1e-80, 1e-200):
         x = float(np.asarray(solve_fn(*[np.array([v]) for v in (*args, x_start)]))[0])
         assert x == pytest.approx(expected, rel=1e-9), (x_start, x)
+
+
+# ---------------------------------------------------------------------------
+# Extreme scales: the generic solver's bracket and the closed forms' overflow
+# ---------------------------------------------------------------------------
+def slope_root(loss, y, b, mean_rest, quad, lin, hi):
+    """The zero of h' on (0, hi) by brentq on h' itself (h'(0+) < 0 < h'(hi))."""
+    slope = lambda x: float(h_slope(loss, y, b, mean_rest, quad, lin, x))  # noqa: E731
+    return brentq(slope, 0.0, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=2000)
+
+
+@pytest.mark.parametrize("solver", ["compiled", "numpy"])
+def test_newton_converges_when_the_bracket_is_far_wider_than_the_answer(solver):
+    def run(loss, *args):
+        if solver == "compiled":
+            return float(loss.newton_coordinate(*args))
+        return float(numpy_newton(loss, *args))
+
+    # b = 1e-32 makes the Bernoulli bracket [0, 7e31] for an answer near 0.14
+    bernoulli = BernoulliLoss()
+    args = (0.5, 1e-32, 0.3, 0.1, -0.028)
+    expected = slope_root(bernoulli, *args, hi=1.0)
+    assert run(bernoulli, *args, 1.0) == pytest.approx(expected, rel=1e-12)
+    # a start at 1e30 makes the Poisson bracket [0, 1e30]; the closed form is exact
+    poisson = PoissonLoss()
+    args = (5.0, 0.01, 1.0, 0.1, 0.01)
+    closed = float(poisson.solve_coordinate(*args))
+    assert closed == pytest.approx(0.1496264926, rel=1e-9)
+    assert run(poisson, *args, 1e30) == pytest.approx(closed, rel=1e-12)
+    # quadratic weights far above the loss term: the minimiser is ~ -lin / (2 quad)
+    for quad in (1e20, 1e28, 1e29, 1e40, 1e100):
+        for loss in (poisson, GaussianLoss(), bernoulli):
+            y, b, mean_rest, lin = (0.5, 0.3, 0.2, -quad) if loss is bernoulli else (3.0, 2.0, 1.0, -quad)
+            closed = 0.5 if loss is bernoulli else float(loss.solve_coordinate(y, b, mean_rest, quad, lin))
+            assert run(loss, y, b, mean_rest, quad, lin, 0.0) == pytest.approx(closed, rel=1e-12)
+            assert closed == pytest.approx(0.5, rel=1e-10)
+
+
+class NanGradientAboveFive(PythonLoss):
+    """A squared error whose gradient is NaN for mean > 5 (a broken user loss)."""
+
+    def loss(self, y, mean):
+        return 0.5 * (np.asarray(mean, float) - y) ** 2
+
+    def gradient(self, y, mean):
+        mean = np.asarray(mean, float)
+        return np.where(mean > 5.0, np.nan, mean - y)
+
+    def hessian(self, y, mean):
+        return np.ones(np.broadcast(y, mean).shape)
+
+
+def test_newton_reports_a_nan_gradient_instead_of_returning_a_point():
+    loss = NanGradientAboveFive()
+    # the minimiser 2.5, bracketed in [1, 3] where the gradient is defined: solved
+    assert float(loss.solve_coordinate(2.5, 1.0, 0.0, 1e-9, 0.0)) == pytest.approx(2.5, rel=1e-8)
+    # the minimiser 9 lies where it is NaN: a clear error, not a point
+    with pytest.raises(ValueError, match=r"coordinate solver failed on 1 of 2 problems.*y=9"):
+        loss.solve_coordinate(np.array([2.5, 9.0]), 1.0, 0.0, 1e-9, 0.0)
+
+
+def test_poisson_closed_form_at_extreme_scales():
+    poisson = PoissonLoss()
+    # |lin| ~ 1e177: the discriminant's squares overflow; the answer is
+    # -(lin + b) / (2 quad) to all digits (y / mean ~ 1e-177 is negligible)
+    y, b, mean_rest, quad, lin = 3.0, 0.0219, 1.4e-8, 1.73, -4.3e177
+    x = float(poisson.solve_coordinate(y, b, mean_rest, quad, lin))
+    assert x == pytest.approx(-(lin + b) / (2 * quad), rel=1e-12)
+    assert np.isfinite(poisson.loss(y, mean_rest + b * x))
+    # lin = 1e160 with mean_rest = 0 and y > 0: the root ~ y / lin must stay
+    # positive (0 would make the loss infinite)
+    x = float(poisson.solve_coordinate(3.0, 0.5, 0.0, 1.0, 1e160))
+    assert x == pytest.approx(3e-160, rel=1e-9) and np.isfinite(poisson.loss(3.0, 0.5 * x))
+    # b quad ~ 1e-400 underflows: the answer is ~ (1 - b) / (2 quad) = 5e199
+    x = float(poisson.solve_coordinate(2.0, 1e-200, 1.0, 1e-200, -1.0))
+    assert x == pytest.approx(5e199, rel=1e-12)
+    # the Gaussian closed form with b^2 overflowing: x ~ (y - mean_rest) / b
+    x = float(GaussianLoss().solve_coordinate(2.0, 1e200, 1.0, 1.0, 0.0))
+    assert x == pytest.approx(1e-200, rel=1e-9)
+    # the batch loop of the kernel takes the same route (see also the fuzz suite)
+    for loss in (poisson, GaussianLoss()):
+        batch = loss.solve_coordinate(np.array([3.0, 3.0, 2.0]), np.array([0.0219, 0.5, 1e-200]),
+                                      np.array([1.4e-8, 0.0, 1.0]), 1.73, np.array([-4.3e177, 1.0, -1.0]))
+        assert np.all(np.isfinite(batch)) and np.all(batch >= 0)

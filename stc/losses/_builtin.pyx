@@ -1,8 +1,86 @@
 """Built-in losses: Poisson and Gaussian in closed form, Bernoulli via Newton."""
 cimport cython
-from libc.math cimport log, sqrt
+from libc.math cimport NAN, fabs, isfinite, log, sqrt
 
 from stc.losses._base cimport CompiledLoss
+
+
+
+# The closed forms below are exact to rounding while their intermediate
+# squares and products stay between ~1e-290 and ~1e300. Outside (inputs no
+# fit produces at ordinary scales), they return NaN and the caller hands the
+# problem to the generic solver (`CompiledLoss._newton_coordinate`).
+
+cdef inline double poisson_closed_form(double y, double b, double mean_rest, double quad,
+                                       double lin) noexcept nogil:
+    """Minimiser of the Poisson coordinate problem, or NaN for extreme inputs.
+
+    The zero of h'(x) = b (1 - y / (mean_rest + b x)) + 2 quad x + lin is the
+    larger root of a2 x^2 + a1 x + a0 (paper Sec. 2.3, with quad = gamma and
+    lin = rho - 2 gamma theta_k), clamped at 0 (Proposition 1).
+    """
+    cdef double a2, a1, a0, disc, root, tau
+    if b <= 0.0:
+        root = -lin / (2.0 * quad)
+        return root if root > 0.0 else 0.0
+    tau = b + lin
+    a2 = 2.0 * quad * b
+    a1 = 2.0 * quad * mean_rest + b * tau
+    a0 = mean_rest * tau - y * b
+    if a1 >= 0.0 and a0 >= 0.0:
+        # Both roots <= 0 (sum -a1/a2 <= 0, product a0/a2 >= 0): the
+        # clamp gives 0, so skip the square root. Most word codes of a
+        # fitted model are 0, which makes this the common case.
+        if a0 > 0.0 or mean_rest > 0.0 or y == 0.0:
+            return 0.0
+        # a0 = -y b underflowed to 0: x = 0 would put the mean at 0, where
+        # the loss is infinite.
+        return NAN if finite_inputs(y, b, mean_rest, quad, lin) else 0.0
+    # The paper's form of the discriminant, a sum of squares: never negative.
+    disc = (2.0 * quad * mean_rest - b * tau) ** 2 + 8.0 * quad * y * b * b
+    if a1 >= 0.0:
+        # Avoid cancellation in -a1 + sqrt(disc): use root = 2 a0 / (-a1 - sqrt).
+        root = -2.0 * a0 / (a1 + sqrt(disc))
+    else:
+        if not a2 > 1e-290:
+            return NAN  # b quad underflows
+        root = (-a1 + sqrt(disc)) / (2.0 * a2)
+    # Here a0 < 0 or a1 < 0, so the larger root is positive: a root that is
+    # not in (0, 1e300) means an intermediate overflowed (|lin| above ~1e150,
+    # ...); a tiny discriminant, that its terms underflowed.
+    if root > 0.0 and root < 1e300 and disc > 1e-290:
+        return root
+    return NAN if finite_inputs(y, b, mean_rest, quad, lin) else legacy_clamp(root)
+
+
+cdef inline double gaussian_closed_form(double y, double b, double mean_rest, double quad,
+                                        double lin) noexcept nogil:
+    """Minimiser of the Gaussian coordinate problem, or NaN for extreme inputs.
+
+    h'(x) = b (mean_rest + b x - y) + 2 quad x + lin = 0 is linear in x.
+    """
+    cdef double scale = b * b + 2.0 * quad
+    cdef double root = (b * (y - mean_rest) - lin) / scale
+    if scale < 1e300 and fabs(root) < 1e300:
+        return root if root > 0.0 else 0.0
+    # b or quad above ~1e150, or |y - mean_rest|, |lin| near overflow
+    return NAN if finite_inputs(y, b, mean_rest, quad, lin) else legacy_clamp(root)
+
+
+cdef inline bint finite_inputs(double y, double b, double mean_rest, double quad,
+                               double lin) noexcept nogil:
+    return (isfinite(y) and isfinite(b) and isfinite(mean_rest) and isfinite(quad)
+            and isfinite(lin))
+
+
+cdef inline double legacy_clamp(double root) noexcept nogil:
+    """What the closed forms return for non-finite inputs: the formula, clamped at 0.
+
+    Such inputs only come from codes that ran off to infinity (an unbounded
+    coding problem, see `MedSTC`'s theta_penalty): the kernel's safeguards
+    expect 0 for a NaN formula and +inf for an infinite one, as before.
+    """
+    return root if root > 0.0 else 0.0
 
 
 @cython.final
@@ -32,30 +110,10 @@ cdef class PoissonLoss(CompiledLoss):
 
     cdef double _solve_coordinate(self, double y, double b, double mean_rest,
                                   double quad, double lin, double x_start) noexcept nogil:
-        # Zero of h'(x) = b (1 - y / (mean_rest + b x)) + 2 quad x + lin:
-        # the larger root of a2 x^2 + a1 x + a0 (paper Sec. 2.3, with
-        # quad = gamma and lin = rho - 2 gamma theta_k).
-        cdef double a2, a1, a0, disc, root, tau
-        if b <= 0.0:
-            root = -lin / (2.0 * quad)
-            return root if root > 0.0 else 0.0
-        tau = b + lin
-        a2 = 2.0 * quad * b
-        a1 = 2.0 * quad * mean_rest + b * tau
-        a0 = mean_rest * tau - y * b
-        # The paper's form of the discriminant, a sum of squares: never negative.
-        disc = (2.0 * quad * mean_rest - b * tau) ** 2 + 8.0 * quad * y * b * b
-        if a1 >= 0.0:
-            if a0 >= 0.0:
-                # Both roots <= 0 (sum -a1/a2 <= 0, product a0/a2 >= 0): the
-                # clamp gives 0, so skip the square root. Most word codes of a
-                # fitted model are 0, which makes this the common case.
-                return 0.0
-            # Avoid cancellation in -a1 + sqrt(disc): use root = 2 a0 / (-a1 - sqrt).
-            root = -2.0 * a0 / (a1 + sqrt(disc))
-        else:
-            root = (-a1 + sqrt(disc)) / (2.0 * a2)
-        return root if root > 0.0 else 0.0
+        cdef double x = poisson_closed_form(y, b, mean_rest, quad, lin)
+        if x != x:  # extreme inputs: see poisson_closed_form
+            x = self._newton_coordinate(y, b, mean_rest, quad, lin, x_start)
+        return x
 
     cdef void _solve_coordinates(self, Py_ssize_t n, const double* y, const double* b,
                                  const double* mean_rest, double quad, double lin,
@@ -83,9 +141,10 @@ cdef class GaussianLoss(CompiledLoss):
 
     cdef double _solve_coordinate(self, double y, double b, double mean_rest,
                                   double quad, double lin, double x_start) noexcept nogil:
-        # h'(x) = b (mean_rest + b x - y) + 2 quad x + lin = 0 is linear in x.
-        cdef double root = (b * (y - mean_rest) - lin) / (b * b + 2.0 * quad)
-        return root if root > 0.0 else 0.0
+        cdef double x = gaussian_closed_form(y, b, mean_rest, quad, lin)
+        if x != x:  # extreme inputs: see gaussian_closed_form
+            x = self._newton_coordinate(y, b, mean_rest, quad, lin, x_start)
+        return x
 
     cdef void _solve_coordinates(self, Py_ssize_t n, const double* y, const double* b,
                                  const double* mean_rest, double quad, double lin,
@@ -138,6 +197,14 @@ ctypedef fused ClosedFormLoss:
     GaussianLoss
 
 
+cdef inline double closed_form(ClosedFormLoss loss, double y, double b, double mean_rest,
+                               double quad, double lin) noexcept nogil:
+    if ClosedFormLoss is PoissonLoss:
+        return poisson_closed_form(y, b, mean_rest, quad, lin)
+    else:
+        return gaussian_closed_form(y, b, mean_rest, quad, lin)
+
+
 cdef inline void solve_closed_form_coordinates(
         ClosedFormLoss loss, Py_ssize_t n, const double* y, const double* b,
         const double* mean_rest, double quad, double lin, double* x,
@@ -145,10 +212,35 @@ cdef inline void solve_closed_form_coordinates(
     """`CompiledLoss._solve_coordinates`'s loop for a final class with a closed form.
 
     The type is known here, so the calls below are direct and the C compiler
-    inlines the closed form into the loop.
+    inlines the closed form into the loop. The loop makes no other call: the
+    rare problems the closed form leaves (NaN: extreme inputs) keep their
+    start value and are solved afterwards by `solve_extreme_coordinates`.
     """
     cdef Py_ssize_t i
+    cdef double root
+    cdef bint extreme = False
     for i in range(n):
-        x[i] = loss._solve_coordinate(y[i], b[i], mean_rest[i], quad, lin, x[i])
-        if x[i] > 0.0:
-            curvature[i] = b[i] * b[i] * loss._hessian(y[i], mean_rest[i] + b[i] * x[i])
+        root = closed_form(loss, y[i], b[i], mean_rest[i], quad, lin)
+        if root == root:
+            x[i] = root
+            if root > 0.0:
+                curvature[i] = b[i] * b[i] * loss._hessian(y[i], mean_rest[i] + b[i] * root)
+        else:
+            extreme = True
+    if extreme:
+        solve_extreme_coordinates(loss, n, y, b, mean_rest, quad, lin, x, curvature)
+
+
+cdef void solve_extreme_coordinates(
+        ClosedFormLoss loss, Py_ssize_t n, const double* y, const double* b,
+        const double* mean_rest, double quad, double lin, double* x,
+        double* curvature) noexcept nogil:
+    """The problems of a batch whose closed form returned NaN, by the generic solver."""
+    cdef Py_ssize_t i
+    cdef double root
+    for i in range(n):
+        root = closed_form(loss, y[i], b[i], mean_rest[i], quad, lin)
+        if root != root:
+            x[i] = loss._newton_coordinate(y[i], b[i], mean_rest[i], quad, lin, x[i])
+            if x[i] > 0.0:
+                curvature[i] = b[i] * b[i] * loss._hessian(y[i], mean_rest[i] + b[i] * x[i])

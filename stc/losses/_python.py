@@ -7,10 +7,10 @@ topic per sweep for all words of all documents at once.
 """
 import numpy as np
 
-NEWTON_RTOL = 1e-10
-NEWTON_MAX_ITER = 100
-BRACKET_MAX_DOUBLINGS = 1100
-DOMAIN_MARGIN = 1e-10  # relative distance kept from a finite upper end of the mean domain
+from stc.losses._constants import (BRACKET_MAX_DOUBLINGS, DOMAIN_MARGIN, NEWTON_MAX_ITER,
+                                   NEWTON_RTOL)
+
+SMALLEST_POSITIVE = 5e-324  # the smallest positive (subnormal) double
 
 
 class PythonLoss:
@@ -46,52 +46,98 @@ class PythonLoss:
         return f"{type(self).__name__}()"
 
 
+def check_solutions(loss, x, problems):
+    """Raise ValueError if a coordinate solver returned NaN (it could not solve a problem).
+
+    ``problems`` holds the flat arrays (y, b, mean_rest, quad, lin, ...) the
+    solver was given; the message names the first failed problem.
+    """
+    failed = np.flatnonzero(np.isnan(x))
+    if failed.size == 0:
+        return
+    y, b, mean_rest, quad, lin = (float(np.ravel(a)[failed[0]]) for a in problems[:5])
+    name = getattr(loss, "name", type(loss).__name__)
+    raise ValueError(
+        f"the {name} loss's coordinate solver failed on {failed.size} of {np.size(x)} problems, "
+        f"first at y={y:.17g}, b={b:.17g}, mean_rest={mean_rest:.17g}, quad={quad:.17g}, "
+        f"lin={lin:.17g}: the loss's gradient is not a number at some mean inside its "
+        f"mean_domain {tuple(loss.mean_domain)}, or its derivatives are inconsistent "
+        "(Newton did not converge)")
+
+
+def split_bracket(left, right):
+    """Vectorised `split_bracket` of the compiled solver (`_base.pyx`)."""
+    low = np.maximum(left, SMALLEST_POSITIVE)
+    return np.where(right <= 4.0 * left, left + 0.5 * (right - left),
+                    np.sqrt(low) * np.sqrt(right))
+
+
 def newton_coordinate(loss, y, b, mean_rest, quad, lin, x_start=0.0):
     """Safeguarded Newton on many independent 1-D coordinate problems at once.
 
     Same algorithm as the compiled `CompiledLoss._newton_coordinate`: a
-    bracket [left, right] around the minimiser, Newton steps, bisection when
-    a step leaves the bracket; the result is clamped at zero (Proposition 1).
+    bracket [left, right] around the minimiser, Newton steps, a split of the
+    bracket when a step leaves it or does not halve the previous one; the
+    result is clamped at zero (Proposition 1). Raises ValueError when a
+    problem cannot be solved (the loss's gradient is NaN inside its mean
+    domain, or the iteration does not converge).
     """
     shape = np.broadcast(y, b, mean_rest, quad, lin, x_start).shape
-    y, b, mean_rest, quad, lin, x_start = (
-        np.array(a, dtype=np.float64).ravel()
-        for a in np.broadcast_arrays(y, b, mean_rest, quad, lin, x_start))
+    problems = [np.array(a, dtype=np.float64).ravel()
+                for a in np.broadcast_arrays(y, b, mean_rest, quad, lin, x_start)]
+    y, b, mean_rest, quad, lin, x_start = problems
     lower, upper = loss.mean_domain
     x = np.zeros_like(y)
+    failed = np.zeros(y.shape, dtype=bool)
     flat = b <= 0.0
     x[flat] = np.maximum(-lin[flat] / (2.0 * quad[flat]), 0.0)
     active = ~flat
     with np.errstate(divide="ignore", invalid="ignore"):
         left = np.where(active, (lower - mean_rest) / np.where(active, b, 1.0), 0.0)
         right = np.where(active, (upper - mean_rest) / np.where(active, b, 1.0), 0.0)
-    zero_feasible = active & (left < 0.0)
-    if np.any(zero_feasible):
-        idx = np.flatnonzero(zero_feasible)
-        slope0 = b[idx] * loss.gradient(y[idx], mean_rest[idx]) + lin[idx]
-        stays_zero = idx[slope0 >= 0.0]
-        active[stays_zero] = False
+
+    def slope(i, xi):
+        return b[i] * loss.gradient(y[i], mean_rest[i] + b[i] * xi) + 2.0 * quad[i] * xi + lin[i]
+
+    zero_feasible = np.flatnonzero(active & (left < 0.0))
+    if zero_feasible.size:
+        slope0 = b[zero_feasible] * loss.gradient(y[zero_feasible], mean_rest[zero_feasible]) \
+            + lin[zero_feasible]
+        failed[zero_feasible[np.isnan(slope0)]] = True
+        active[zero_feasible[~(slope0 < 0.0)]] = False  # h'(0) >= 0: x = 0 (or NaN: failed)
         left[zero_feasible] = 0.0
     empty = active & (right <= left)
     x[empty] = np.maximum(left[empty], 0.0)
     active &= ~empty
 
-    def slope(i, xi):
-        return b[i] * loss.gradient(y[i], mean_rest[i] + b[i] * xi) + 2.0 * quad[i] * xi + lin[i]
-
-    # Walk the right end out until h' > 0 where the domain is unbounded above.
+    # Walk the right end out until h' > 0 where the domain is unbounded above,
+    # from a step at the scale of the answer (as the compiled solver does).
     walk = np.flatnonzero(active & ~np.isfinite(right))
-    step = np.maximum(np.abs(x_start[walk]), 1.0)
-    right[walk] = left[walk] + step
+    with np.errstate(divide="ignore", invalid="ignore"):
+        step = np.maximum(1.0, -lin[walk] / quad[walk])
+    start = np.abs(x_start[walk])
+    step = np.where(np.isfinite(start) & (start > step), start, step)
+    largest = np.finfo(np.float64).max
+    with np.errstate(over="ignore"):
+        right[walk] = np.minimum(left[walk] + step, largest)
+    unbounded = np.zeros_like(failed)
     for _ in range(BRACKET_MAX_DOUBLINGS):
         if walk.size == 0:
             break
-        positive = slope(walk, right[walk]) > 0.0
-        grow = walk[~positive]
-        step = step[~positive] * 2.0
-        left[grow] = right[grow]
-        right[grow] = left[grow] + step
-        walk = grow
+        with np.errstate(over="ignore", invalid="ignore"):
+            g = slope(walk, right[walk])
+        failed[walk[np.isnan(g)]] = True
+        grow = g <= 0.0
+        # h' <= 0 up to the largest double (lin = -inf, say): the infimum is at +inf
+        unbounded[walk[grow & (right[walk] == largest)]] = True
+        grow &= right[walk] < largest
+        walk, step = walk[grow], 2.0 * step[grow]
+        left[walk] = right[walk]
+        with np.errstate(over="ignore"):
+            right[walk] = np.minimum(left[walk] + step, largest)
+    failed[walk] = True  # h' never turned positive
+    x[unbounded] = np.inf
+    active &= ~failed & ~unbounded
 
     idx = np.flatnonzero(active)
     xi = x_start[idx].copy()
@@ -99,29 +145,61 @@ def newton_coordinate(loss, y, b, mean_rest, quad, lin, x_start=0.0):
     # Start in the middle when the start is outside or far below the bracket
     # scale (Newton would creep for h' ~ -1/x), as the compiled solver does.
     outside = ~((xi > lo) & (xi < hi)) | (xi < 1e-3 * (hi - lo))
-    xi[outside] = 0.5 * (lo[outside] + hi[outside])
-    previous_step = hi - lo
+    xi[outside] = lo[outside] + 0.5 * (hi[outside] - lo[outside])
+    previous_step = 2.0 * (hi - lo)
     for _ in range(NEWTON_MAX_ITER):
         if idx.size == 0:
             break
-        g = slope(idx, xi)
-        hi = np.where(g > 0.0, xi, hi)
-        lo = np.where(g < 0.0, xi, lo)
-        hess = b[idx] ** 2 * loss.hessian(y[idx], mean_rest[idx] + b[idx] * xi) + 2.0 * quad[idx]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            x_new = xi - g / hess
-        bad = ~((x_new > lo) & (x_new < hi)) | (np.abs(2.0 * g) > np.abs(previous_step * hess))
-        x_new[bad] = 0.5 * (lo[bad] + hi[bad])
-        x_new[g == 0.0] = xi[g == 0.0]
-        previous_step = np.abs(x_new - xi)
-        done = (previous_step <= NEWTON_RTOL * np.abs(x_new)) | (
-            hi - lo <= NEWTON_RTOL * np.abs(x_new)) | (g == 0.0)
+        mean = mean_rest[idx] + b[idx] * xi
+        below = ~(mean > lower)
+        above = ~(mean < upper) & ~below
+        inside = ~below & ~above
+        lo = np.where(below, xi, lo)
+        hi = np.where(above, xi, hi)
+        grad = np.zeros_like(xi)  # (only where the mean is inside its domain)
+        curv = np.ones_like(xi)
+        if inside.all():
+            grad[:] = loss.gradient(y[idx], mean)
+            curv[:] = loss.hessian(y[idx], mean)
+        else:
+            grad[inside] = loss.gradient(y[idx[inside]], mean[inside])
+            curv[inside] = loss.hessian(y[idx[inside]], mean[inside])
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            g = b[idx] * grad + 2.0 * quad[idx] * xi + lin[idx]
+            # x - g / h''(x) with the 2 quad x terms cancelled by hand; where
+            # b x is below the rounding of mean_rest, the minimiser of the
+            # loss's first-order model about mean_rest (see _base.pyx)
+            unseen = mean == mean_rest[idx]
+            x_new = (b[idx] * (b[idx] * curv * np.where(unseen, 0.0, xi) - grad) - lin[idx]) / (
+                b[idx] ** 2 * curv + 2.0 * quad[idx])
+            settled = inside & unseen & (mean_rest[idx] + b[idx] * x_new == mean_rest[idx])
+        hi = np.where(inside & (g > 0.0), xi, hi)
+        lo = np.where(inside & (g < 0.0), xi, lo)
+        # a Newton step below the tolerance ends the iteration, even when it
+        # lands on the bracket's end (which is then the current point)
+        tiny_step = inside & ((np.abs(x_new - xi) <= NEWTON_RTOL * xi) | settled)
+        at_root = inside & ((g == 0.0) | tiny_step)
+        x_tiny = np.maximum(lo, np.minimum(x_new, hi))
+        broken = inside & np.isnan(g)
+        newton_ok = inside & (x_new > lo) & (x_new < hi) & (np.abs(x_new - xi) <= 0.5 * previous_step)
+        with np.errstate(invalid="ignore"):
+            split = split_bracket(lo, hi)
+        x_new = np.where(newton_ok, x_new, split)
+        no_room = ~newton_ok & ~((split > lo) & (split < hi))
+        step = np.abs(x_new - xi)
+        x_new = np.select([inside & (g == 0.0), tiny_step, no_room], [xi, x_tiny, xi], x_new)
+        done = at_root | no_room | (step <= NEWTON_RTOL * x_new) | (hi - lo <= NEWTON_RTOL * x_new)
+        failed[idx[broken]] = True
+        done &= ~broken
         x[idx[done]] = x_new[done]
-        keep = ~done
-        idx, xi, lo, hi, previous_step = idx[keep], x_new[keep], lo[keep], hi[keep], previous_step[keep]
-    x[idx] = xi
+        keep = ~done & ~broken
+        idx, xi, lo, hi, previous_step = idx[keep], x_new[keep], lo[keep], hi[keep], step[keep]
+    failed[idx] = True  # no convergence within NEWTON_MAX_ITER
     if np.isfinite(upper):
         cap = upper - DOMAIN_MARGIN * max(abs(upper), 1.0)
         over = mean_rest + b * x > cap
         x[over] = (cap - mean_rest[over]) / b[over]
-    return np.maximum(x, 0.0).reshape(shape)
+    x = np.maximum(x, 0.0)
+    x[failed] = np.nan
+    check_solutions(loss, x, problems)
+    return x.reshape(shape)

@@ -331,6 +331,13 @@ def _import_modules(names):
                 raise CommandError(f"--import: cannot import {name}: {exc}") from None
 
 
+def _check_output(path):
+    """Refuse an output whose folder does not exist before any long work is done."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise CommandError(f"-o/--output: folder {os.path.dirname(path)} does not exist")
+
+
 def _load_model(path):
     from stc import load
 
@@ -406,6 +413,7 @@ def _progress_to_stderr():
 def _run_fit(args):
     import stc
 
+    _check_output(args.output)
     model = _estimator(args)
     corpus = _read_data(args)
     labels = None
@@ -468,6 +476,7 @@ def _run_transform(args):
     extension = os.path.splitext(args.output)[1].lower()
     if extension not in (".npz", ".mtx"):
         raise CommandError(f"-o/--output: {args.output} must end in .npz or .mtx")
+    _check_output(args.output)
     model = _load_model(args.model)
     if args.n_jobs is not None:
         model.set_params(n_jobs=args.n_jobs)

@@ -316,6 +316,9 @@ def test_missing_and_unreadable_inputs_name_the_file(tmp_path, stc_model, capsys
     status, _, err = run(["topics", tmp_path / "nope.model"], capsys)
     assert status == EXIT_ERROR
     _one_line_error(err, "nope.model not found")
+    status, _, err = run(["fit", tmp_path, "-o", tmp_path / "no" / "m"], capsys)
+    assert status == EXIT_ERROR  # refused before reading or fitting anything
+    _one_line_error(err, "-o/--output: folder", "does not exist")
     (tmp_path / "prose.txt").write_text("just some words\n")
     status, _, err = run(["transform", stc_model, tmp_path / "prose.txt", "-o",
                           tmp_path / "c.npz"], capsys)

@@ -6,8 +6,10 @@ from stc._persistence import load
 from stc._report import report
 from stc._stc import STC
 from stc.supervised import MedSTC
+from stc.training import FitInterruptedWarning
 
-__all__ = ["MedSTC", "STC", "openmp_enabled", "get_include", "load", "report"]
+__all__ = ["FitInterruptedWarning", "MedSTC", "STC", "openmp_enabled", "get_include", "load",
+           "report"]
 __version__ = "0.1.0"
 
 

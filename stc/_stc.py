@@ -1,4 +1,5 @@
-"""The unsupervised estimator `STC` (paper Sec. 2)."""
+"""The unsupervised estimator `STC` (paper Sec. 2): validation, then the shared training loop."""
+import numbers
 import time
 
 import numpy as np
@@ -7,10 +8,14 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from stc._validation import as_count_matrix, check_choice, check_number
-from stc.coding import initial_codes, sparse_code, start_value_in_domain
-from stc.dictionary import CorpusLayout, update_dictionary
-from stc.losses import get_loss
+from stc._validation import (N_JOBS, RANDOM_STATE, InstanceOf, Interval, NoneValue, Options,
+                             as_count_matrix, check_training_corpus, validate_params)
+from stc.coding import (CodingProblem, code_new_documents, initial_codes,
+                        start_value_in_domain)
+from stc.dictionary import CorpusLayout
+from stc.losses import CompiledLoss, PythonLoss, get_loss
+from stc.training import (CodingStep, DictionaryStep, ProgressPrinter, TrainingState,
+                          alternate, count_capped, relative_decrease_below, warn_if_unfinished)
 
 
 def initial_dictionary(X, n_topics, random_state, docs_per_topic=5, corpus_share=0.2):
@@ -42,13 +47,24 @@ def initial_dictionary(X, n_topics, random_state, docs_per_topic=5, corpus_share
     return beta
 
 
-def word_code_sparsity(codes):
-    """Share of zero entries in the word codes, averaged over observed words."""
-    return float(np.mean(codes == 0)) if codes.size else 0.0
-
-
 class STC(TransformerMixin, BaseEstimator):
-    """Sparse Topical Coding (Zhu & Xing, UAI 2011), problem (2).
+    """Sparse Topical Coding (Zhu & Xing, UAI 2011).
+
+    Learns K topics beta (each a distribution over the N terms) and, for every
+    document d, a document code theta_d >= 0 and a word code s_dn >= 0 for each
+    of its observed words n, by minimising the paper's objective (2)::
+
+        sum_d sum_{n in I_d} [ l(w_dn, s_dn . beta_n) + gamma ||s_dn - theta_d||^2
+                               + rho pen(s_dn) ]  +  lambda_ sum_d pen(theta_d)
+
+    where w_dn is the count of word n in document d, l the loss (Poisson by
+    default) and pen the l1 norm (or the squared l2 norm). With the l1
+    penalty on theta, its update is truncated averaging (the paper's eq. 3),
+    ``theta_dk = max(0, mean_n s_dnk - lambda_ / (2 gamma |I_d|))``; with the
+    l2 penalty (the paper's footnote 3, its reported setting)
+    ``theta_dk = gamma |I_d| mean_n s_dnk / (lambda_ + gamma |I_d|)``. Codes are learned
+    by coordinate descent in compiled kernels; topics by a dictionary step
+    that keeps each topic on the probability simplex.
 
     Parameters
     ----------
@@ -57,48 +73,78 @@ class STC(TransformerMixin, BaseEstimator):
     lambda_ : float, default=0.1
         Weight of the penalty on document codes theta.
     gamma : float or None, default=None
-        Weight of the coupling gamma * ||s_n - theta||^2; None means ``lambda_``.
+        Weight of the coupling gamma * ||s_dn - theta_d||^2; None means ``lambda_``.
     rho : float, default=0.01
         Weight of the penalty on word codes s.
     loss : str or loss instance, default="poisson"
         Registered loss name (``stc.losses.registered_losses()``) or instance.
     theta_penalty : {"l2", "l1"}, default="l2"
-        ``"l1"``: truncated averaging (eq. 3); ``"l2"``: footnote 3 (the
-        paper's reported setting).
+        Penalty on theta: ``"l1"`` gives truncated averaging (eq. 3),
+        ``"l2"`` the squared l2 norm (footnote 3).
     code_penalty : {"l1", "l2"}, default="l1"
-        ``"l1"``: STC; ``"l2"``: the paper's gaussSTC.
+        Penalty on word codes: ``"l1"`` is STC; ``"l2"`` the paper's gaussSTC.
     max_iter : int, default=100
-        Maximum number of outer iterations (coding + dictionary step).
+        Maximum number of outer iterations (coding step + dictionary step).
     tol : float, default=1e-4
         Stop when the relative decrease of the objective falls under ``tol``.
     inner_max_iter : int, default=50
-        Maximum coding sweeps per document per call.
+        Maximum coding sweeps per document per coding step.
     inner_tol : float, default=1e-4
         Stop coding a document when the relative decrease of its objective
         falls under ``inner_tol``.
     dictionary_max_iter : int, default=3
-        Maximum dictionary steps per outer iteration (on 20 Newsgroups, K = 50,
-        3 fits faster than 10 and reaches a slightly lower objective).
+        Maximum dictionary steps per outer iteration.
     n_jobs : int or None, default=None
         Threads for the kernels (None: 1, -1: all). Results do not depend on it.
     random_state : int, RandomState or None, default=None
-        Seeds the initial dictionary.
+        Seeds the initial topics.
     verbose : int, default=0
-        Print objective, sparsity and time per outer iteration when > 0.
+        When > 0, print one line per outer iteration to stderr: objective,
+        share of zero codes, elapsed and estimated remaining time.
 
     Attributes
     ----------
-    components_ : ndarray (n_topics, n_features)
+    components_ : ndarray of shape (n_topics, n_features)
         Topics beta, each on the probability simplex.
-    objective_ : ndarray of shape (n_iter,)
+    objective_ : ndarray of shape (n_iter_,)
         Objective (2) after each outer iteration (never increases).
     n_iter_ : int
-        Number of outer iterations run.
+        Outer iterations run.
+    interrupted_ : bool
+        True when the fit was stopped by Ctrl-C (the model holds what it had learned).
     n_features_in_ : int
         Number of terms (columns of ``X``) seen in ``fit``.
     fit_time_ : float
         Seconds spent in the last call to ``fit``.
+
+    Examples
+    --------
+    >>> from stc import STC
+    >>> from stc.datasets import load_newsgroups_split
+    >>> train, test = load_newsgroups_split()
+    >>> model = STC(n_topics=5, max_iter=10, random_state=0).fit(train.data)
+    >>> model.transform(test.data).shape
+    (1081, 5)
     """
+
+    _parameter_constraints = {
+        "n_topics": [Interval(numbers.Integral, 1, None)],
+        "lambda_": [Interval(numbers.Real, 0, None)],
+        "gamma": [NoneValue(), Interval(numbers.Real, 0, None, closed="neither")],
+        "rho": [Interval(numbers.Real, 0, None)],
+        "loss": [InstanceOf(str, CompiledLoss, PythonLoss,
+                            description="a registered loss name or a loss instance")],
+        "theta_penalty": [Options("l1", "l2")],
+        "code_penalty": [Options("l1", "l2")],
+        "max_iter": [Interval(numbers.Integral, 1, None)],
+        "tol": [Interval(numbers.Real, 0, None)],
+        "inner_max_iter": [Interval(numbers.Integral, 1, None)],
+        "inner_tol": [Interval(numbers.Real, 0, None)],
+        "dictionary_max_iter": [Interval(numbers.Integral, 1, None)],
+        "n_jobs": N_JOBS,
+        "random_state": RANDOM_STATE,
+        "verbose": [Interval(numbers.Integral, 0, None)],
+    }
 
     def __init__(self, n_topics=20, *, lambda_=0.1, gamma=None, rho=0.01, loss="poisson",
                  theta_penalty="l2", code_penalty="l1", max_iter=100, tol=1e-4,
@@ -122,38 +168,18 @@ class STC(TransformerMixin, BaseEstimator):
 
     # ---- parameter and input checks
 
-    def _check_params(self):
-        check_number(self.n_topics, "n_topics", low=1, integer=True)
-        check_number(self.lambda_, "lambda_", low=0)
-        if self.gamma is not None:
-            check_number(self.gamma, "gamma", low=0, low_inclusive=False)
-        elif not self.lambda_ > 0:
+    def _coding_problem(self):
+        """Validate the parameters; return the documents' `CodingProblem`."""
+        validate_params(self.get_params(deep=False), self._parameter_constraints,
+                        type(self).__name__)
+        if self.gamma is None and not self.lambda_ > 0:
             raise ValueError("gamma defaults to lambda_, which is 0: set gamma > 0")
-        check_number(self.rho, "rho", low=0)
-        check_choice(self.theta_penalty, "theta_penalty", {"l1", "l2"})
-        check_choice(self.code_penalty, "code_penalty", {"l1", "l2"})
-        check_number(self.max_iter, "max_iter", low=1, integer=True)
-        check_number(self.tol, "tol", low=0)
-        check_number(self.inner_max_iter, "inner_max_iter", low=1, integer=True)
-        check_number(self.inner_tol, "inner_tol", low=0)
-        check_number(self.dictionary_max_iter, "dictionary_max_iter", low=1, integer=True)
-        if self.n_jobs is not None:
-            check_number(self.n_jobs, "n_jobs", integer=True)
-            if self.n_jobs == 0:
-                raise ValueError("n_jobs must be a positive integer, -1 or None, got 0")
-        return get_loss(self.loss)
+        return CodingProblem(get_loss(self.loss), self.lambda_,
+                             self.lambda_ if self.gamma is None else self.gamma, self.rho,
+                             self.theta_penalty, self.code_penalty, self.inner_max_iter,
+                             self.inner_tol)
 
-    def _coding_params(self):
-        return dict(lam=self.lambda_, gamma=self.lambda_ if self.gamma is None else self.gamma,
-                    rho=self.rho, theta_penalty=self.theta_penalty,
-                    code_penalty=self.code_penalty)
-
-    @property
-    def _loss(self):
-        return get_loss(self.loss)
-
-    def _validate_X(self, X, reset, loss=None):
-        loss = get_loss(self.loss) if loss is None else loss
+    def _validate_X(self, X, reset, loss):
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset)
         return as_count_matrix(sp.csr_matrix(X), loss)
 
@@ -166,85 +192,48 @@ class STC(TransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         """Learn the topics from the document-term count matrix ``X``."""
         start = time.perf_counter()
-        loss = self._check_params()
-        X = self._validate_X(X, reset=True, loss=loss)
-        self._fit(X, loss)
+        problem = self._coding_problem()
+        X = self._validate_X(X, reset=True, loss=problem.loss)
+        check_training_corpus(X)
+        state = self._initial_state(X, problem.loss)
+        self._run(state, problem, CodingStep(problem, self.n_jobs))
         self.fit_time_ = time.perf_counter() - start
         return self
 
-    def _fit(self, X, loss, supervisor=None):
-        """Outer loop: code all documents (warm start), then update the dictionary.
-
-        ``supervisor`` (MedSTC) plugs in the supervised parts: the linear term
-        of the document-code step (`linear_term`), the documents that step
-        codes (`documents_to_code`), a check of the new codes
-        against the supervised objective (`safeguard`), and the classifier
-        step after the dictionary step (`classifier_step`, which returns the
-        objective terms it adds).
-        """
-        params = self._coding_params()
+    def _initial_state(self, X, loss):
         beta = initial_dictionary(X, self.n_topics, self.random_state)
         codes, theta = initial_codes(X, self.n_topics, start_value_in_domain(loss, X, beta))
-        layout = CorpusLayout(X)
-        saved = None  # buffers for the codes before a supervised coding step (reused)
-        objective = []
-        start = time.perf_counter()
-        for iteration in range(1, self.max_iter + 1):
-            theta_linear = None
-            if supervisor is not None:
-                theta_linear = supervisor.linear_term(theta)
-                if theta_linear is not None:
-                    if saved is None:
-                        saved = (np.empty_like(codes), np.empty_like(theta))
-                    np.copyto(saved[0], codes)
-                    np.copyto(saved[1], theta)
-            start_values, active = None, None
-            if theta_linear is not None:
-                start_values = np.empty((X.shape[0], 2))
-                active = supervisor.documents_to_code(iteration)
-            doc_obj, doc_loss, _, means = sparse_code(
-                loss, X, beta, codes, theta, max_iter=self.inner_max_iter,
-                tol=self.inner_tol, theta_linear=theta_linear, n_jobs=self.n_jobs,
-                start_values=start_values, active=active, **params)
-            if theta_linear is not None:  # the linear term is not part of problem (2)
-                doc_obj = doc_obj + np.sum(theta_linear * theta, axis=1)
-                old_obj = start_values[:, 0] + np.sum(theta_linear * saved[1], axis=1)
-                doc_obj, doc_loss = supervisor.safeguard(
-                    X, beta, saved, codes, theta, means, doc_obj, doc_loss,
-                    old_obj, start_values[:, 1])
-            penalties = float(np.sum(doc_obj) - np.sum(doc_loss))
-            beta, recon, _ = update_dictionary(loss, layout, codes, beta,
-                                               max_iter=self.dictionary_max_iter,
-                                               n_jobs=self.n_jobs, means=means)
-            value = recon + penalties
-            if supervisor is not None:
-                value += supervisor.classifier_step(theta, iteration)
-            objective.append(value)
-            if self.verbose:
-                print(f"iter {iteration:3d}  objective {objective[-1]:.6e}  "
-                      f"word-code sparsity {word_code_sparsity(codes):.3f}  "
-                      f"doc-code sparsity {float(np.mean(theta == 0)):.3f}  "
-                      f"time {time.perf_counter() - start:.1f}s")
-            if len(objective) > 1 and objective[-2] - objective[-1] <= self.tol * abs(objective[-1]):
-                break
-        self.components_ = beta
+        return TrainingState(X, CorpusLayout(X), beta, codes, theta)
+
+    def _run(self, state, problem, coding_step, extra_step=None, describe=None):
+        """The outer loop with this estimator's steps; sets the fitted attributes."""
+        progress = (ProgressPrinter(self.tol, self.max_iter, describe=describe)
+                    if self.verbose else None)
+        objective, converged, interrupted = alternate(
+            state, coding_step=coding_step,
+            dictionary_step=DictionaryStep(problem.loss, self.dictionary_max_iter, self.n_jobs),
+            extra_step=extra_step, converged=relative_decrease_below(self.tol),
+            max_iter=self.max_iter, progress=progress)
+        self.components_ = state.beta
         self.objective_ = np.asarray(objective)
         self.n_iter_ = len(objective)
-        return self
+        self.interrupted_ = interrupted
+        warn_if_unfinished(self, converged, interrupted, state.capped_documents)
+        return state
 
     # ---- coding new documents
 
-    def _code(self, X, all_entries=True):
-        """Code documents with the fitted topics; returns (theta, codes, objective, X).
+    def _code(self, X, keep_word_codes=False):
+        """Code documents with the fitted topics; returns (theta, codes, `CodingResult`, X).
 
-        With ``all_entries`` the word codes have one row per stored entry of
-        X (zero rows for terms the topics never saw); otherwise only the
-        coded entries' rows are returned, which saves a copy when only theta
-        or the objective is needed.
+        With ``keep_word_codes`` the word codes have one row per stored entry
+        of X (zero rows for terms the topics never saw); otherwise they are
+        not kept, which saves an (nnz, K) array when only theta or the
+        objective is needed.
         """
         check_is_fitted(self, "components_")
-        loss = self._check_params()
-        X = self._validate_X(X, reset=False, loss=loss)
+        problem = self._coding_problem()
+        X = self._validate_X(X, reset=False, loss=problem.loss)
         beta = self.components_
         # Terms the topics give no weight (never seen in training) carry no
         # information: code the documents without them; their word codes are 0.
@@ -257,26 +246,21 @@ class STC(TransformerMixin, BaseEstimator):
                                shape=X.shape, copy=False)
             Xk.indices = Xk.indices.astype(np.int32, copy=False)
             Xk.indptr = Xk.indptr.astype(np.int32, copy=False)
-        # Coding new documents needs only theta: keep the word codes (an
-        # (nnz, K) array) only when they are asked for.
-        # Every document starts at the best single value for all its codes
-        # (far closer to its optimum than training's all-ones start when the
-        # penalties are large, e.g. MedSTC's lambda_ = 10).
-        codes = np.empty((Xk.nnz, beta.shape[0])) if all_entries else None
-        theta = np.empty((Xk.shape[0], beta.shape[0]))
-        doc_obj, _, _, _ = sparse_code(loss, Xk, beta, codes, theta,
-                                       max_iter=self.inner_max_iter, tol=self.inner_tol,
-                                       n_jobs=self.n_jobs, start_value="auto",
-                                       **self._coding_params())
-        if all_entries and Xk is not X:
+        theta, codes, result = code_new_documents(problem, Xk, beta,
+                                                  keep_word_codes=keep_word_codes,
+                                                  n_jobs=self.n_jobs)
+        capped = count_capped(result, problem)
+        if capped:
+            warn_if_unfinished(self, True, False, capped)
+        if keep_word_codes and Xk is not X:
             full = np.zeros((X.nnz, beta.shape[0]))
             full[np.flatnonzero(keep)] = codes
             codes = full
-        return theta, codes, doc_obj, X
+        return theta, codes, result, X
 
     def transform(self, X):
         """Document codes theta, shape (n_docs, n_topics)."""
-        return self._code(X, all_entries=False)[0]
+        return self._code(X)[0]
 
     def fit_transform(self, X, y=None):
         """Fit, then code ``X`` with the final topics (same as fit(X).transform(X))."""
@@ -288,12 +272,11 @@ class STC(TransformerMixin, BaseEstimator):
         Row i is the code of the i-th stored non-zero of X in CSR order with
         sorted indices (after summing duplicates and dropping explicit zeros).
         """
-        codes = self._code(X)[1]
-        return sp.csr_matrix(codes)
+        return sp.csr_matrix(self._code(X, keep_word_codes=True)[1])
 
     def score(self, X, y=None):
         """Minus objective (2) of coding ``X`` with the fitted topics (higher is better)."""
-        return -float(np.sum(self._code(X, all_entries=False)[2]))
+        return -float(np.sum(self._code(X)[2].objective))
 
     def top_words(self, vocabulary, n=10):
         """The ``n`` highest-weight terms of every topic, as lists of strings."""
@@ -302,7 +285,7 @@ class STC(TransformerMixin, BaseEstimator):
         if vocabulary.shape != (self.components_.shape[1],):
             raise ValueError(f"vocabulary must have {self.components_.shape[1]} terms, "
                              f"got shape {vocabulary.shape}")
-        check_number(n, "n", low=1, integer=True)
+        validate_params({"n": n}, {"n": [Interval(numbers.Integral, 1, None)]}, "top_words")
         order = np.argsort(-self.components_, axis=1, kind="stable")[:, :n]
         return [list(vocabulary[row]) for row in order]
 

@@ -1,8 +1,120 @@
-"""Input checks shared by the estimators."""
+"""Input and parameter checks shared by the estimators.
+
+Parameters are checked against a declarative table (``_parameter_constraints``
+on each estimator class, in the manner of scikit-learn), with one error type
+per kind of mistake: a value of the wrong type raises TypeError, a value of
+the right type outside the allowed range or set raises ValueError; both name
+the parameter.
+"""
 import numbers
 
 import numpy as np
 import scipy.sparse as sp
+
+
+class Interval:
+    """Numbers of ``kind`` (numbers.Integral or numbers.Real) in a range; finite."""
+
+    def __init__(self, kind, low=None, high=None, *, closed="both"):
+        self.kind, self.low, self.high, self.closed = kind, low, high, closed
+
+    def type_matches(self, value):
+        return isinstance(value, self.kind) and not isinstance(value, (bool, np.bool_))
+
+    def value_matches(self, value):
+        if not np.isfinite(value):
+            return False
+        low_ok = self.low is None or (value >= self.low if self.closed in ("both", "left")
+                                      else value > self.low)
+        high_ok = self.high is None or (value <= self.high if self.closed in ("both", "right")
+                                        else value < self.high)
+        return low_ok and high_ok
+
+    def __str__(self):
+        kind = "an integer" if self.kind is numbers.Integral else "a real number"
+        left = "[" if self.closed in ("both", "left") else "("
+        right = "]" if self.closed in ("both", "right") else ")"
+        low = "-inf" if self.low is None else f"{self.low:g}"
+        high = "inf" if self.high is None else f"{self.high:g}"
+        return f"{kind} in {left}{low}, {high}{right}"
+
+
+class Options:
+    """One of a set of strings."""
+
+    def __init__(self, *values):
+        self.values = values
+
+    def type_matches(self, value):
+        return isinstance(value, str)
+
+    def value_matches(self, value):
+        return value in self.values
+
+    def __str__(self):
+        return "one of " + ", ".join(repr(v) for v in self.values)
+
+
+class InstanceOf:
+    """Any instance of the given types (checked further by whoever uses it)."""
+
+    def __init__(self, *types, description=None):
+        self.types, self.description = types, description
+
+    def type_matches(self, value):
+        return isinstance(value, self.types)
+
+    def value_matches(self, value):
+        return True
+
+    def __str__(self):
+        return self.description or "an instance of " + " or ".join(t.__name__ for t in self.types)
+
+
+class NoneValue:
+    def type_matches(self, value):
+        return value is None
+
+    def value_matches(self, value):
+        return True
+
+    def __str__(self):
+        return "None"
+
+
+class Excluding:
+    """A constraint with some values taken out (e.g. n_jobs=0)."""
+
+    def __init__(self, constraint, *excluded):
+        self.constraint, self.excluded = constraint, excluded
+
+    def type_matches(self, value):
+        return self.constraint.type_matches(value)
+
+    def value_matches(self, value):
+        return self.constraint.value_matches(value) and value not in self.excluded
+
+    def __str__(self):
+        return f"{self.constraint} other than {', '.join(map(str, self.excluded))}"
+
+
+# Threads: None (1), -1 (all), any other non-zero int a C int can hold.
+N_JOBS = [NoneValue(), Excluding(Interval(numbers.Integral, -(2 ** 31) + 1, 2 ** 31 - 1), 0)]
+RANDOM_STATE = [NoneValue(), Interval(numbers.Integral, 0, 2 ** 32 - 1),
+                InstanceOf(np.random.RandomState, description="a numpy RandomState")]
+
+
+def validate_params(params, constraints, owner):
+    """Check every entry of ``params`` named in ``constraints`` (a list of allowed forms)."""
+    for name, allowed in constraints.items():
+        value = params[name]
+        typed = [c for c in allowed if c.type_matches(value)]
+        accepted = " or ".join(str(c) for c in allowed)
+        if not typed:
+            raise TypeError(f"{owner}: {name} must be {accepted}, got {value!r} "
+                            f"of type {type(value).__name__}")
+        if not any(c.value_matches(value) for c in typed):
+            raise ValueError(f"{owner}: {name} must be {accepted}, got {value!r}")
 
 
 def as_count_matrix(X, loss, name="X"):
@@ -31,20 +143,8 @@ def as_count_matrix(X, loss, name="X"):
     return X
 
 
-def check_number(value, name, *, low=None, low_inclusive=True, integer=False):
-    kind = numbers.Integral if integer else numbers.Real
-    if isinstance(value, bool) or not isinstance(value, kind):
-        raise TypeError(f"{name} must be {'an integer' if integer else 'a real number'}, "
-                        f"got {value!r}")
-    if not np.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    if low is not None and (value < low or (value == low and not low_inclusive)):
-        relation = ">=" if low_inclusive else ">"
-        raise ValueError(f"{name} must be {relation} {low}, got {value!r}")
-    return value
-
-
-def check_choice(value, name, choices):
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
-    return value
+def check_training_corpus(X, name="X"):
+    """Refuse a corpus with nothing to learn from (every document empty)."""
+    if X.nnz == 0:
+        raise ValueError(f"{name} has no non-zero entry: every document is empty, so there is "
+                         "nothing to learn topics from")

@@ -1,19 +1,83 @@
-"""Python layer of hierarchical sparse coding: start values and kernel dispatch."""
+"""Python layer of hierarchical sparse coding (paper Sec. 2.3): the coding problem and the
+calls into the kernel.
+
+`CodingProblem` holds everything that defines a document's coding problem (the
+loss, objective (2)'s weights and penalty kinds, the sweep's stopping rule);
+`code_documents` (warm start, used while training) and `code_new_documents` (cold
+start, used by ``transform``) code a corpus with it. A loss that runs in the
+compiled kernel (``loss.runs_in_kernel``) is coded by the nogil kernel
+`stc._core._coding`, in parallel; a pure-Python loss by its numpy twin
+`stc._core.numpy_coding`, which mirrors it function for function.
+"""
+from dataclasses import dataclass
+from typing import NamedTuple
+
 import numpy as np
 
-from stc._core._coding import code_documents
-from stc._core.numpy_coding import (PENALTY_L1, PENALTY_L2, code_documents_numpy,
-                                     common_start_values)
-from stc.losses import CompiledLoss
+from stc._core import _coding, numpy_coding
+from stc._core._constants import BLOCK_NEWTON_STEPS, PENALTIES
 
-PENALTIES = {"l1": PENALTY_L1, "l2": PENALTY_L2}
 
-# Cap on the Newton steps that move each theta_k with its word codes
-# (`update_topic_block`); 0 gives the paper's plain alternation. On 20
-# Newsgroups (K = 50) the block update reaches the coding optimum in ~3
-# sweeps; the plain alternation needs over a hundred. Newton usually stops
-# well before the cap.
-BLOCK_NEWTON_STEPS = 20
+@dataclass(frozen=True)
+class CodingProblem:
+    """A document's coding problem: objective (2) with the topics fixed, and the sweep's rule.
+
+    For one document d with observed words I_d and counts w_dn, minimise over
+    theta_d >= 0 and s_dn >= 0
+
+        sum_n l(w_dn, s_dn . beta_n) + lambda_ pen(theta_d)
+            + sum_n (gamma ||s_dn - theta_d||^2 + rho pen(s_dn)),
+
+    with pen the l1 or l2 penalty (``theta_penalty``, ``code_penalty``).
+    Coding sweeps stop after ``max_iter`` sweeps or when the relative decrease
+    of the document's objective falls under ``tol``; ``newton_steps`` caps the
+    block Newton steps that move each theta_k with its word codes (0: the
+    paper's plain alternation).
+    """
+
+    loss: object
+    lambda_: float
+    gamma: float
+    rho: float
+    theta_penalty: str = "l2"
+    code_penalty: str = "l1"
+    max_iter: int = 50
+    tol: float = 1e-4
+    newton_steps: int = BLOCK_NEWTON_STEPS
+
+    @property
+    def params(self):
+        """The numbers of the problem, as the kernel's `CodingParams` struct takes them."""
+        return dict(lam=float(self.lambda_), gamma=float(self.gamma), rho=float(self.rho),
+                    theta_penalty=PENALTIES[self.theta_penalty],
+                    code_penalty=PENALTIES[self.code_penalty], max_iter=int(self.max_iter),
+                    tol=float(self.tol), newton_steps=int(self.newton_steps))
+
+    def with_max_iter(self, max_iter):
+        """The same problem with another sweep cap."""
+        return CodingProblem(self.loss, self.lambda_, self.gamma, self.rho, self.theta_penalty,
+                             self.code_penalty, max_iter, self.tol, self.newton_steps)
+
+
+class CodingResult(NamedTuple):
+    """Per-document outcome of a coding call."""
+
+    objective: np.ndarray        # objective (2) of each document at its new codes (minus b_d . theta_d)
+    loss: np.ndarray             # its reconstruction-loss part
+    n_iter: np.ndarray           # sweeps made
+    passes: np.ndarray           # passes over the document's words (all topics, all Newton steps)
+    start_objective: np.ndarray  # objective at the codes the call started from
+    start_loss: np.ndarray       # its loss part
+    means: np.ndarray            # s_j . beta[:, n_j] for every stored entry j of X
+
+    def word_code_updates(self, X):
+        """Word-code updates made per document (each pass updates every word once)."""
+        return self.passes * np.diff(X.indptr)
+
+
+def _result(arrays, means):
+    objective, loss, n_iter, passes, start = arrays
+    return CodingResult(objective, loss, n_iter, passes, start[:, 0], start[:, 1], means)
 
 
 def initial_codes(X, n_topics, value=1.0):
@@ -49,73 +113,93 @@ def start_value_in_domain(loss, X, beta, value=1.0):
     return float(value)
 
 
-def sparse_code(loss, X, beta, codes, theta, *, lam, gamma, rho, theta_penalty, code_penalty,
-                max_iter, tol, theta_linear=None, newton_steps=BLOCK_NEWTON_STEPS,
-                n_jobs=None, start_value=None, updates=None, start_values=None, active=None):
-    """Code every document of CSR ``X`` in place, warm-started from ``codes``/``theta``.
+def code_documents(problem, X, beta, codes, theta, *, theta_linear=None, active=None,
+                   n_jobs=None):
+    """Code every document of CSR ``X`` in place, warm-started from ``codes`` and ``theta``.
 
-    Returns (per-document objective, per-document loss part, per-document
-    iterations, means of the non-zeros). ``codes`` may be None: the word
-    codes are then not kept, which saves their (nnz, K) array when only theta
-    is wanted. ``start_value`` None starts from ``codes``/``theta`` (a warm
-    start) when ``codes`` is given; a number starts every code (word and
-    document) there; ``"auto"`` (and None without ``codes``) starts each
-    document at the best single value for all its codes.
-    ``newton_steps`` caps the Newton steps on each theta_k inside a sweep (0:
-    the paper's alternation). A compiled loss runs the nogil kernel in
-    parallel; a pure-Python loss runs the numpy sweep. ``updates`` (compiled
-    losses only), an int64 array of n_docs, receives each document's number
-    of word-code updates. ``start_values``, a (n_docs, 2) array, receives
-    each document's objective (minus ``theta_linear`` . theta) and loss part
-    at the start codes. ``active`` (warm start only), a boolean array of
-    n_docs, leaves the documents where it is False as they are: no sweep,
-    their means and objective computed at their current codes.
+    ``codes`` (nnz, K) and ``theta`` (n_docs, K) are updated in place.
+    ``theta_linear``, a (n_docs, K) array b or None, subtracts b_d . theta_d
+    from each document's objective (MedSTC's shifted mean). ``active``, a
+    boolean array of n_docs, leaves the documents where it is False as they
+    are: no sweep, their means and objective computed at their current codes.
+    Returns a `CodingResult`.
     """
     means = np.zeros(X.nnz, dtype=np.float64)
-    args = dict(lam=float(lam), gamma=float(gamma), rho=float(rho),
-                theta_penalty=PENALTIES[theta_penalty], code_penalty=PENALTIES[code_penalty],
-                max_iter=int(max_iter), tol=float(tol))
     if theta_linear is not None:
         theta_linear = np.ascontiguousarray(theta_linear, dtype=np.float64)
-    warm = codes is not None and start_value is None
-    if start_value is None or (isinstance(start_value, str) and start_value == "auto"):
-        start_value = np.nan
-    else:
-        start_value = float(start_value)
     if active is not None:
-        if not warm:
-            raise ValueError("active needs a warm start (codes given and start_value None)")
         active = np.asarray(active)
         if active.shape != (X.shape[0],) or active.dtype != bool:
             raise ValueError(f"active must be a boolean array of shape ({X.shape[0]},)")
-    if isinstance(loss, CompiledLoss):
-        objective, recon, n_iter = code_documents(
-            loss, X.indptr, X.indices, X.data, beta, codes, theta, means, theta_linear,
-            args["lam"], args["gamma"], args["rho"], args["theta_penalty"],
-            args["code_penalty"], args["max_iter"], args["tol"], int(newton_steps), n_jobs,
-            start_value, warm, updates, start_values,
-            None if active is None else np.ascontiguousarray(active, dtype=np.uint8))
+    loss = problem.loss
+    if loss.runs_in_kernel:
+        arrays = _coding.code_documents(
+            loss, problem.params, X.indptr, X.indices, X.data, beta, codes, theta, means,
+            theta_linear, None if active is None else active.view(np.uint8), n_jobs)
     else:
-        if updates is not None:
-            raise ValueError("counting updates needs a compiled loss")
-        if not warm:
-            fresh, start_theta = initial_codes(X, theta.shape[1], 1.0)
-            if np.isnan(start_value):
-                values = common_start_values(loss, X, beta, theta_linear, args["lam"],
-                                             args["rho"], args["theta_penalty"],
-                                             args["code_penalty"])
-                fresh *= np.repeat(values, np.diff(X.indptr))[:, None]
-                start_theta *= values[:, None]
-            else:
-                fresh *= start_value
-                start_theta *= start_value
-            if codes is None:
-                codes = fresh
-            else:
-                codes[:] = fresh
-            theta[:] = start_theta
-        objective, recon, n_iter = code_documents_numpy(
-            loss, X, beta, codes, theta, means, theta_linear, args["lam"], args["gamma"],
-            args["rho"], args["theta_penalty"], args["code_penalty"], args["max_iter"],
-            args["tol"], int(newton_steps), start_values, active)
-    return objective, recon, n_iter, means
+        arrays = numpy_coding.code_documents(loss, problem.params, X, beta, codes, theta, means,
+                                             theta_linear, active)
+    return _result(arrays, means)
+
+
+def code_new_documents(problem, X, beta, *, keep_word_codes=False, n_jobs=None):
+    """Code new documents with topics ``beta``; return (theta, word codes or None, `CodingResult`).
+
+    Each document starts with all its codes at the best single value for them
+    (`common_start_value`), far closer to its optimum than a fixed start when
+    the penalties are large. The (nnz, K) word codes are kept only when
+    ``keep_word_codes``.
+    """
+    n_topics = beta.shape[0]
+    codes = np.empty((X.nnz, n_topics)) if keep_word_codes else None
+    theta = np.empty((X.shape[0], n_topics))
+    means = np.zeros(X.nnz, dtype=np.float64)
+    loss = problem.loss
+    if loss.runs_in_kernel:
+        arrays = _coding.code_new_documents(loss, problem.params, X.indptr, X.indices, X.data,
+                                            beta, codes, theta, means, n_jobs)
+    else:
+        arrays = numpy_coding.code_new_documents(loss, problem.params, X, beta, codes, theta,
+                                                 means)
+    return theta, codes, _result(arrays, means)
+
+
+def segment_objectives(problem, X, beta, old_codes, new_codes, old_theta, new_theta, rows,
+                       steps, n_jobs=None):
+    """Objective (2) of documents ``rows`` at the codes old + step * (new - old), and its loss part.
+
+    One step per listed document (``steps``); the intermediate codes are not
+    formed for a compiled loss.
+    """
+    rows = np.ascontiguousarray(rows, dtype=np.intp)
+    steps = np.ascontiguousarray(steps, dtype=np.float64)
+    loss = problem.loss
+    if loss.runs_in_kernel:
+        return _coding.segment_objectives(loss, problem.params, X.indptr, X.indices, X.data,
+                                          beta, old_codes, new_codes, old_theta, new_theta,
+                                          rows, steps, n_jobs)
+    # A pure-Python loss: form the trial codes of the listed documents.
+    sub = X[rows]
+    selected = np.zeros(X.shape[0], dtype=bool)
+    selected[rows] = True
+    # rows are increasing, so the selected entries come in sub's order
+    entries = np.flatnonzero(np.repeat(selected, np.diff(X.indptr)))
+    sub_doc = np.repeat(np.arange(rows.size), np.diff(sub.indptr))
+    step_of_entry = steps[sub_doc][:, None]
+    trial_codes = old_codes[entries] + step_of_entry * (new_codes[entries] - old_codes[entries])
+    trial_theta = old_theta[rows] + steps[:, None] * (new_theta[rows] - old_theta[rows])
+    means = np.sum(trial_codes * beta.T[sub.indices], axis=1)
+    return numpy_coding.document_objective(loss, sub, sub_doc, means, trial_codes, trial_theta,
+                                           None, problem.params)
+
+
+def document_objectives(problem, X, beta, codes, theta, n_jobs=None):
+    """Objective (2) of every document at the given codes, and its loss part (two arrays)."""
+    rows = np.arange(X.shape[0])
+    return segment_objectives(problem, X, beta, codes, codes, theta, theta, rows,
+                              np.zeros(X.shape[0]), n_jobs)
+
+
+def stc_objective(problem, X, beta, codes, theta, n_jobs=None):
+    """Objective (2) of the paper for the whole corpus: the sum of the documents' objectives."""
+    return float(np.sum(document_objectives(problem, X, beta, codes, theta, n_jobs)[0]))

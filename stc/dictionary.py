@@ -7,7 +7,8 @@ With the word codes s fixed, the objective in beta is
 with every topic beta_k in the probability simplex. Two solvers, both with a
 step rule under which F never increases:
 
-* ``"mm"`` (used for the Poisson loss): majorisation-minimisation. Jensen's
+* ``"mm"`` (for losses that declare ``dictionary_method = "mm"``: the Poisson
+  deviance): majorisation-minimisation (`mm_dictionary_steps`). Jensen's
   inequality on -log(sum_k s_jk beta_kn) gives a separable surrogate whose
   minimiser on the simplex is beta_kn = a_kn / (c_kn + nu_k), with
   a_kn = beta_kn sum_{j: n_j = n} s_jk y_j / mean_j, c_kn = sum_{j: n_j = n} s_jk
@@ -16,7 +17,7 @@ step rule under which F never increases:
   words converge alike (a plain projected gradient on 20 Newsgroups spends
   many iterations dominated by the most frequent words), and it never sets
   an observed word's mean to zero: the Poisson loss stays finite.
-* ``"pg"`` (any other loss): projected gradient with the exact simplex
+* ``"pg"`` (any other loss): projected gradient (`pg_dictionary_steps`) with the exact simplex
   projection (`project_rows_onto_simplex`, Condat's algorithm, rows in
   parallel) and a backtracking step that enforces the sufficient-decrease
   condition F(new) <= F(old) - ||new - old||^2 / (2 t); a step that takes a
@@ -35,7 +36,6 @@ import numpy as np
 
 from stc._core._simplex import mm_update_rows, project_rows_onto_simplex, simplex_multipliers
 from stc._core._sparse_ops import mm_statistics, word_code_sums, word_means
-from stc.losses import PoissonLoss
 
 
 class CorpusLayout:
@@ -76,15 +76,16 @@ def _poisson_ratio(layout, means):
 
 def update_dictionary(loss, layout, codes, beta, method="auto", max_iter=10, tol=1e-4,
                       n_jobs=None, means=None):
-    """Decrease F(beta) from ``beta`` with codes fixed; return (beta, F, n_steps).
+    """The dictionary step: decrease F(beta) from ``beta`` with codes fixed; return (beta, F, n_steps).
 
     Stops after ``max_iter`` steps or when the relative decrease of F falls
     under ``tol``. The returned F is never above F at the input. ``means``
     may pass the means s_j . beta[:, n_j] at the input (the coding kernel
-    returns them), which saves recomputing them.
+    returns them), which saves recomputing them. ``method="auto"`` takes the
+    loss's ``dictionary_method``.
     """
     if method == "auto":
-        method = "mm" if isinstance(loss, PoissonLoss) else "pg"
+        method = loss.dictionary_method
     if method not in ("mm", "pg"):
         raise ValueError(f"method must be 'auto', 'mm' or 'pg', got {method!r}")
     if means is None:
@@ -95,36 +96,51 @@ def update_dictionary(loss, layout, codes, beta, method="auto", max_iter=10, tol
         raise ValueError(f"the {getattr(loss, 'name', type(loss).__name__)} loss is not finite at "
                          "the current codes and topics: some mean lies outside the loss's "
                          f"domain {loss.mean_domain}")
-    if method == "mm":
-        # c and the first step's weighted sums in one pass over the codes; after
-        # that, every step's F and the next step's sums come from one pass
-        # (`mm_statistics`), and the compiled `mm_update_rows` forms
-        # a = beta * sums, finds nu (warm-started from step to step) and
-        # normalises every row, topics in parallel.
-        plain, weighted_sums = word_code_sums(layout.col_ptr, layout.col_entries, codes,
-                                              _poisson_ratio(layout, means), n_jobs,
-                                              with_plain=True)
-        code_sums = np.ascontiguousarray(plain.T)
-        multipliers = np.full(beta.shape[0], np.nan)
+    steps = mm_dictionary_steps if method == "mm" else pg_dictionary_steps
+    return steps(loss, layout, codes, beta, means, value, max_iter, tol, n_jobs)
+
+
+def mm_dictionary_steps(loss, layout, codes, beta, means, value, max_iter, tol, n_jobs):
+    """Majorisation-minimisation steps on F (Poisson deviance); see the module docstring.
+
+    c and the first step's weighted sums come from one pass over the codes;
+    after that, every step's F and the next step's sums come from one pass
+    (`mm_statistics`), and the compiled `mm_update_rows` forms a = beta *
+    sums, finds nu (warm-started from step to step) and normalises every
+    row, topics in parallel.
+    """
+    plain, weighted_sums = word_code_sums(layout.col_ptr, layout.col_entries, codes,
+                                          _poisson_ratio(layout, means), n_jobs, with_plain=True)
+    code_sums = np.ascontiguousarray(plain.T)
+    multipliers = np.full(beta.shape[0], np.nan)
+    n_steps = 0
+    for n_steps in range(1, max_iter + 1):
+        candidate = mm_update_rows(beta, weighted_sums, code_sums, multipliers, 100, n_jobs)
+        new_value, next_sums = mm_statistics(
+            loss, layout.col_ptr, layout.col_entries, layout.data, codes,
+            np.ascontiguousarray(candidate.T), n_jobs, with_ratio_sums=n_steps < max_iter)
+        if not new_value <= value:  # rounding at a fixed point: keep the better one
+            n_steps -= 1
+            break
+        decrease = value - new_value
+        beta, value, weighted_sums = candidate, new_value, next_sums
+        if decrease <= tol * abs(value):
+            break
+    return beta, value, n_steps
+
+
+def pg_dictionary_steps(loss, layout, codes, beta, means, value, max_iter, tol, n_jobs):
+    """Projected-gradient steps on F with backtracking (any loss); see the module docstring."""
     step_size = None
     n_steps = 0
     for n_steps in range(1, max_iter + 1):
-        if method == "mm":
-            candidate = mm_update_rows(beta, weighted_sums, code_sums, multipliers, 100, n_jobs)
-            new_value, next_sums = mm_statistics(
-                loss, layout.col_ptr, layout.col_entries, layout.data, codes,
-                np.ascontiguousarray(candidate.T), n_jobs, with_ratio_sums=n_steps < max_iter)
-            new_means = None
-        else:
-            candidate, new_value, new_means, step_size = _pg_step(
-                loss, layout, codes, beta, means, value, step_size, n_jobs)
+        candidate, new_value, new_means, step_size = _pg_step(
+            loss, layout, codes, beta, means, value, step_size, n_jobs)
         if not new_value <= value:  # rounding at a fixed point: keep the better one
             n_steps -= 1
             break
         decrease = value - new_value
         beta, value, means = candidate, new_value, new_means
-        if method == "mm":
-            weighted_sums = next_sums
         if decrease <= tol * abs(value):
             break
     return beta, value, n_steps

@@ -3,7 +3,7 @@
 For every document d (in parallel, one document per task) it alternates
   * the word-code step: for each topic k, for each observed word n of d, the
     exact minimiser of the 1-D coordinate problem (the loss plugin's
-    `_solve_coordinate`, clamped at zero by Proposition 1). Words are
+    `_solve_coordinates`, clamped at zero by Proposition 1). Words are
     independent given theta, so the inner loop over words has no dependency
     chain between consecutive updates;
   * the document-code step: theta in closed form from the word codes
@@ -18,34 +18,44 @@ While a document is coded, its word codes and the topic weights of its words
 live in a per-thread work buffer laid out topic by topic (K x n_words), so
 every pass over a topic's words reads contiguous memory and never gathers
 from the (K x N) dictionary again.
+
+The coding problem (penalty weights, penalty kinds, tolerances) travels as
+one `CodingParams` struct, built from `stc.problem.CodingProblem`. The numpy
+twin `stc._core.numpy_coding` mirrors every function here under the same
+name; both read their constants from `stc._core._constants`.
 """
 from cython.parallel cimport parallel, prange
-from libc.math cimport INFINITY, NAN, fabs
+from libc.math cimport INFINITY, fabs
 from libc.stdlib cimport free, malloc
 
 from stc.losses._base cimport CompiledLoss
 
 import numpy as np
 
+from stc._core import _constants
 from stc._core._openmp import resolve_n_jobs
 
-# Block Newton on theta_k stops once its next step would move theta_k by less
-# than this fraction, provided theta_k has not passed the block minimiser
-# (then the block objective cannot exceed its start value). Past the
-# minimiser only a rounding-level step counts as converged. 1e-3 of theta_k
-# changes the objective by ~1e-6 of a document's coupling term, far below the
-# sweep tolerance, and saves a pass over the words in most blocks.
-cdef double BLOCK_NEWTON_RTOL = 1e-3
-# After passing the minimiser, the Newton step back is lengthened by this
-# fraction so that it usually lands on the start's side.
-cdef double OVERSHOOT_NUDGE = 0.003
-# A document's running means are rounded once per code update (about 1e-13
-# relative in normal runs); beyond this they are taken as drifted.
-cdef double MEANS_DRIFT_RTOL = 1e-9
+cdef int PENALTY_L1 = _constants.PENALTY_L1
+cdef int PENALTY_L2 = _constants.PENALTY_L2
+cdef double BLOCK_NEWTON_RTOL = _constants.BLOCK_NEWTON_RTOL
+cdef double OVERSHOOT_NUDGE = _constants.OVERSHOOT_NUDGE
+cdef double MEANS_DRIFT_RTOL = _constants.MEANS_DRIFT_RTOL
+cdef double START_VALUE_RTOL = _constants.START_VALUE_RTOL
+cdef int START_VALUE_MAX_ITER = _constants.START_VALUE_MAX_ITER
 
-cdef enum:
-    PENALTY_L1 = 0
-    PENALTY_L2 = 1
+
+cdef struct CodingParams:
+    # One document's coding problem: objective (2) restricted to the document,
+    #   sum_n l(y_n, s_n . beta_n) + lam pen(theta) + sum_n (gamma ||s_n - theta||^2 + rho pen(s_n)),
+    # and the sweep's stopping rule.
+    double lam
+    double gamma
+    double rho
+    int theta_penalty   # PENALTY_L1 (eq. 3) or PENALTY_L2 (footnote 3)
+    int code_penalty    # PENALTY_L1 (STC) or PENALTY_L2 (gaussSTC)
+    int max_iter        # sweeps per document
+    double tol          # stop at a relative objective decrease under tol
+    int newton_steps    # block Newton steps on each theta_k (0: the paper's alternation)
 
 
 cdef inline double theta_update(double mean_code, double linear, double n_words,
@@ -55,7 +65,8 @@ cdef inline double theta_update(double mean_code, double linear, double n_words,
     pen(t) = lam * t (l1, eq. 3: truncated averaging) or lam * t^2 (l2,
     footnote 3); mean_code is the average word code s_bar_k over the
     document's n_words observed words. With linear = 0 these are the paper's
-    formulas; MedSTC passes linear = (C / D) (eta_{y_d} - eta_{yhat_d})_k.
+    formulas; MedSTC passes its shifted mean's linear term (see
+    `stc.supervised.medstc.shifted_mean_term`).
     """
     cdef double t
     if penalty == PENALTY_L1:
@@ -68,12 +79,12 @@ cdef inline double theta_update(double mean_code, double linear, double n_words,
 cdef double document_objective(CompiledLoss loss, Py_ssize_t n_words, const double* y,
                                const double* means, const double* s, const double* theta,
                                const double* linear, Py_ssize_t n_topics,
-                               double lam, double gamma, double rho,
-                               int theta_penalty, int code_penalty,
-                               double* loss_part) noexcept nogil:
-    """Objective (2) restricted to one document, plus -linear . theta.
+                               const CodingParams* p, double* loss_part) noexcept nogil:
+    """Objective (2) restricted to one document, minus linear . theta (if linear is not NULL).
 
-    ``s`` holds the document's word codes topic by topic: s[k * n_words + i].
+    ``s`` holds the document's word codes topic by topic: s[k * n_words + i];
+    ``means`` the means s_n . beta_n of its words. Returns the objective and
+    stores its loss part in ``loss_part``.
     """
     cdef Py_ssize_t i, k
     cdef double reconstruction = 0.0, coupling = 0.0, code_pen = 0.0, doc_pen = 0.0
@@ -89,12 +100,12 @@ cdef double document_objective(CompiledLoss loss, Py_ssize_t n_words, const doub
             x = s_k[i]
             diff = x - t
             coupling += diff * diff
-            code_pen += x if code_penalty == PENALTY_L1 else x * x
-        doc_pen += t if theta_penalty == PENALTY_L1 else t * t
+            code_pen += x if p.code_penalty == PENALTY_L1 else x * x
+        doc_pen += t if p.theta_penalty == PENALTY_L1 else t * t
         if linear != NULL:
             shift += linear[k] * t
     loss_part[0] = reconstruction
-    return reconstruction + gamma * coupling + rho * code_pen + lam * doc_pen - shift
+    return reconstruction + p.gamma * coupling + p.rho * code_pen + p.lam * doc_pen - shift
 
 
 cdef inline double solve_topic_words(CompiledLoss loss, Py_ssize_t n_words, const double* y,
@@ -125,9 +136,8 @@ cdef inline double solve_topic_words(CompiledLoss loss, Py_ssize_t n_words, cons
 
 cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double* y,
                              const double* b, double* s_k, double* means, double* scratch,
-                             double* theta_k, double linear_k,
-                             double lam, double gamma, double quad, double rho_lin,
-                             int theta_penalty, int newton_steps) noexcept nogil:
+                             double* theta_k, double linear_k, double quad, double rho_lin,
+                             const CodingParams* p) noexcept nogil:
     """Update the codes of topic k: word codes s_.k, and theta_k by up to `newton_steps`.
 
     With newton_steps = 0 this is the paper's word-code step for topic k
@@ -147,6 +157,8 @@ cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double*
     cdef int step
     cdef bint converged = False
     cdef int passes = 0
+    cdef double lam = p.lam, gamma = p.gamma
+    cdef int theta_penalty = p.theta_penalty, newton_steps = p.newton_steps
     # Hold the rest of each word's mean (all topics but k) in `means`.
     for i in range(n_words):
         means[i] = means[i] - b[i] * s_k[i]
@@ -211,22 +223,23 @@ cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double*
     return passes
 
 
+
 cdef double common_start_value(CompiledLoss loss, Py_ssize_t n_words, Py_ssize_t n_topics,
                                const double* y, const double* b, double* column_sums,
-                               const double* linear, double lam, double rho,
-                               int theta_penalty, int code_penalty) noexcept nogil:
-    """The best single value c for all codes of a document (word and document codes alike).
+                               const double* linear, const CodingParams* p) noexcept nogil:
+    """The best single value c for all codes of a new document (word and document codes alike).
 
     With every code equal to c the coupling vanishes and the objective is
     g(c) = sum_n l(y_n, c B_n) + lam K pen(c) + rho n K pen(c) - c sum_k linear_k,
     with B_n = sum_k beta_kn: convex in c. A few safeguarded Newton steps (to
-    1e-3 relative; it is only a start) give its minimiser, a far better start
-    for coding a new document than a fixed value when the penalties are
-    large. ``column_sums`` is scratch of n_words doubles (receives B).
+    START_VALUE_RTOL; it is only a start) give its minimiser, a far better
+    start for coding a new document than a fixed value when the penalties
+    are large. ``column_sums`` is scratch of n_words doubles (receives B).
     """
     cdef Py_ssize_t i, k
     cdef double largest = 0.0, low = 0.0, high = INFINITY, c = 1.0, g, h, mean, step
     cdef double n_codes = <double> (n_words * n_topics), shift = 0.0
+    cdef double lam = p.lam, rho = p.rho
     cdef int it
     for i in range(n_words):
         column_sums[i] = 0.0
@@ -243,19 +256,19 @@ cdef double common_start_value(CompiledLoss loss, Py_ssize_t n_words, Py_ssize_t
     if loss.mean_upper < INFINITY:
         high = 0.5 * loss.mean_upper / largest  # keep every mean inside the domain
         c = 0.5 * high
-    for it in range(50):
+    for it in range(START_VALUE_MAX_ITER):
         g = -shift
         h = 0.0
         for i in range(n_words):
             mean = c * column_sums[i]
             g += column_sums[i] * loss._gradient(y[i], mean)
             h += column_sums[i] * column_sums[i] * loss._hessian(y[i], mean)
-        if theta_penalty == PENALTY_L1:
+        if p.theta_penalty == PENALTY_L1:
             g += lam * n_topics
         else:
             g += 2.0 * lam * n_topics * c
             h += 2.0 * lam * n_topics
-        if code_penalty == PENALTY_L1:
+        if p.code_penalty == PENALTY_L1:
             g += rho * n_codes
         else:
             g += 2.0 * rho * n_codes * c
@@ -269,111 +282,101 @@ cdef double common_start_value(CompiledLoss loss, Py_ssize_t n_words, Py_ssize_t
         step = c - g / h if h > 0.0 else -1.0
         if not (step > low and step < high):
             step = 0.5 * (low + high) if high < INFINITY else 2.0 * c
-        if fabs(step - c) <= 1e-3 * c:
+        if fabs(step - c) <= START_VALUE_RTOL * c:
             return step
         c = step
     return c
 
 
-cdef void code_one_document(CompiledLoss loss, Py_ssize_t d,
-                            const int[::1] indptr, const int[::1] indices,
-                            const double[::1] data, const double[:, ::1] beta,
-                            double[:, ::1] codes, bint has_codes, bint warm,
-                            double start_value,
-                            double[:, ::1] theta, double[::1] means, double* work,
-                            const double* linear, double lam, double gamma, double rho,
-                            int theta_penalty, int code_penalty, int max_iter, double tol,
-                            int newton_steps, double* objective_out, double* loss_out,
-                            int* n_iter_out, long long* updates_out,
-                            double* start_out) noexcept nogil:
-    """Code document d, from its stored codes (``warm``) or all codes at start_value.
+cdef struct DocumentResult:
+    double objective     # objective (2) of the document at its final codes (minus linear . theta)
+    double loss_part     # its reconstruction loss
+    double start_objective
+    double start_loss
+    int n_iter           # sweeps made
+    long long passes     # passes over the document's words, all topics (word-code updates / n_words)
 
-    ``work`` holds at least (2 K + 1) n_words doubles: the word codes s and the
-    topic weights b of the document's words, both topic by topic, and
-    scratch for one topic's word curvatures. If
-    ``updates_out`` is not NULL it receives the number of word-code updates
-    made (every pass of every topic block counts each word once); if
-    ``start_out`` is not NULL it receives the objective and its loss part at
-    the start codes (before any sweep).
-    """
-    cdef Py_ssize_t start = indptr[d], end = indptr[d + 1]
-    cdef Py_ssize_t n_topics = beta.shape[0], n_words = end - start, i, k
-    cdef double quad, rho_lin, previous, current, loss_part, acc
-    cdef double* s = work
-    cdef double* b = work + n_topics * n_words
-    cdef double* scratch = work + 2 * n_topics * n_words
-    cdef double* m = &means[start] if n_words > 0 else NULL
-    cdef const double* y = &data[start] if n_words > 0 else NULL
-    cdef double* theta_d = &theta[d, 0]
-    cdef int it
-    cdef bint drifted
-    cdef long long passes = 0  # passes over the document's words, all topics
-    if n_words == 0:
-        for k in range(n_topics):
-            theta_d[k] = 0.0
-        objective_out[0] = 0.0
-        loss_out[0] = 0.0
-        n_iter_out[0] = 0
-        if updates_out != NULL:
-            updates_out[0] = 0
-        if start_out != NULL:
-            start_out[0] = 0.0
-            start_out[1] = 0.0
-        return
+
+cdef inline void load_document(const double[:, ::1] beta, const int* words,
+                               Py_ssize_t n_words, Py_ssize_t n_topics, double* b) noexcept nogil:
+    """Gather the topic weights of the document's words, topic by topic."""
+    cdef Py_ssize_t i, k
     for k in range(n_topics):
         for i in range(n_words):
-            b[k * n_words + i] = beta[k, indices[start + i]]
-    if not warm and start_value != start_value:  # NaN: choose per document
-        start_value = common_start_value(loss, n_words, n_topics, y, b, m, linear, lam, rho,
-                                         theta_penalty, code_penalty)
-    for k in range(n_topics):
-        for i in range(n_words):
-            s[k * n_words + i] = codes[start + i, k] if warm else start_value
-    if not warm:
-        for k in range(n_topics):
-            theta_d[k] = start_value
-    # Coordinate problem: l(y, rest + b x) + quad x^2 + lin x, see CompiledLoss.
-    quad = gamma + (rho if code_penalty == PENALTY_L2 else 0.0)
-    rho_lin = rho if code_penalty == PENALTY_L1 else 0.0
+            b[k * n_words + i] = beta[k, words[i]]
+
+
+cdef inline void exact_means(const double* s, const double* b, Py_ssize_t n_words,
+                             Py_ssize_t n_topics, double* means) noexcept nogil:
+    """means[i] = sum_k s[k, i] b[k, i], summed in topic order (as `word_means` does)."""
+    cdef Py_ssize_t i, k
+    cdef double acc
     for i in range(n_words):
         acc = 0.0
         for k in range(n_topics):
             acc = acc + s[k * n_words + i] * b[k * n_words + i]
-        m[i] = acc
-    previous = document_objective(loss, n_words, y, m, s, theta_d, linear, n_topics,
-                                  lam, gamma, rho, theta_penalty, code_penalty, &loss_part)
-    if start_out != NULL:
-        start_out[0] = previous
-        start_out[1] = loss_part
+        means[i] = acc
+
+
+cdef void sweep_document(CompiledLoss loss, Py_ssize_t n_words, Py_ssize_t n_topics,
+                         const double* y, const double* b, double* s, double* m,
+                         double* scratch, double* theta_d, const double* linear,
+                         const CodingParams* p, int max_iter,
+                         DocumentResult* out) noexcept nogil:
+    """Coordinate sweeps over one document until its objective stops decreasing.
+
+    Each sweep updates the word codes topic by topic (every word
+    independently, each topic's theta_k optionally moving with them, see
+    `update_topic_block`), then theta in closed form (`theta_update`).
+    ``m`` holds the running means of the words and is kept up to date.
+    """
+    cdef Py_ssize_t i, k
+    cdef double quad, rho_lin, previous, current, loss_part, acc
+    cdef int it = 0
+    # Coordinate problem: l(y, rest + b x) + quad x^2 + lin x, see CompiledLoss.
+    quad = p.gamma + (p.rho if p.code_penalty == PENALTY_L2 else 0.0)
+    rho_lin = p.rho if p.code_penalty == PENALTY_L1 else 0.0
+    previous = document_objective(loss, n_words, y, m, s, theta_d, linear, n_topics, p,
+                                  &loss_part)
+    out.start_objective = previous
+    out.start_loss = loss_part
     current = previous
-    it = 0
     while it < max_iter:
         it += 1
-        # Word codes topic by topic (every word independently), each topic's
-        # theta_k optionally moving with them (see update_topic_block).
         for k in range(n_topics):
-            passes += update_topic_block(
+            out.passes += update_topic_block(
                 loss, n_words, y, b + k * n_words, s + k * n_words, m, scratch, &theta_d[k],
-                linear[k] if linear != NULL else 0.0, lam, gamma, quad, rho_lin, theta_penalty,
-                newton_steps)
-        # Document code, word codes fixed: the exact closed form.
+                linear[k] if linear != NULL else 0.0, quad, rho_lin, p)
         for k in range(n_topics):
             acc = 0.0
             for i in range(n_words):
                 acc = acc + s[k * n_words + i]
             theta_d[k] = theta_update(acc / n_words, linear[k] if linear != NULL else 0.0,
-                                      <double> n_words, lam, gamma, theta_penalty)
-        current = document_objective(loss, n_words, y, m, s, theta_d, linear, n_topics,
-                                     lam, gamma, rho, theta_penalty, code_penalty, &loss_part)
-        if previous - current <= tol * fabs(previous):
+                                      <double> n_words, p.lam, p.gamma, p.theta_penalty)
+        current = document_objective(loss, n_words, y, m, s, theta_d, linear, n_topics, p,
+                                     &loss_part)
+        if previous - current <= p.tol * fabs(previous):
             break
         previous = current
-    # The means were updated incrementally; return them recomputed, summed
-    # in the same order as `word_means`, for the dictionary step. Where the
-    # running means drifted from the exact ones (codes that grew huge and came
-    # back, e.g. under an unbounded supervised shift), the objective computed
-    # from them is wrong too: recompute it from the exact means.
-    drifted = False
+    out.objective = current
+    out.loss_part = loss_part
+    out.n_iter = it
+
+
+cdef void refresh_means(CompiledLoss loss, Py_ssize_t n_words, Py_ssize_t n_topics,
+                        const double* y, const double* b, const double* s, double* m,
+                        const double* theta_d, const double* linear, const CodingParams* p,
+                        DocumentResult* out) noexcept nogil:
+    """Replace the running means by exact ones (for the dictionary step).
+
+    They are summed in the same order as `word_means`. Where the running
+    means drifted from the exact ones (codes that grew huge and came back,
+    e.g. under an unbounded supervised shift), the objective computed from
+    them is wrong too: recompute it from the exact means.
+    """
+    cdef Py_ssize_t i, k
+    cdef double acc
+    cdef bint drifted = False
     for i in range(n_words):
         acc = 0.0
         for k in range(n_topics):
@@ -382,107 +385,155 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d,
             drifted = True
         m[i] = acc
     if drifted:
-        current = document_objective(loss, n_words, y, m, s, theta_d, linear, n_topics,
-                                     lam, gamma, rho, theta_penalty, code_penalty, &loss_part)
+        out.objective = document_objective(loss, n_words, y, m, s, theta_d, linear, n_topics,
+                                           p, &out.loss_part)
+
+
+cdef void code_one_document(CompiledLoss loss, Py_ssize_t d, const int[::1] indptr,
+                            const int[::1] indices, const double[::1] data,
+                            const double[:, ::1] beta, double[:, ::1] codes, bint has_codes,
+                            bint warm, double[:, ::1] theta, double[::1] means, double* work,
+                            const double* linear, const CodingParams* p, int max_iter,
+                            DocumentResult* out) noexcept nogil:
+    """Code document d, from its stored codes (``warm``) or from its common start value.
+
+    ``work`` holds at least (2 K + 1) n_words doubles: the word codes s and the
+    topic weights b of the document's words, both topic by topic, and
+    scratch for one topic's word curvatures.
+    """
+    cdef Py_ssize_t start = indptr[d], end = indptr[d + 1]
+    cdef Py_ssize_t n_topics = beta.shape[0], n_words = end - start, i, k
+    cdef double* s = work
+    cdef double* b = work + n_topics * n_words
+    cdef double* scratch = work + 2 * n_topics * n_words
+    cdef double* m = &means[start] if n_words > 0 else NULL
+    cdef const double* y = &data[start] if n_words > 0 else NULL
+    cdef double* theta_d = &theta[d, 0]
+    cdef double start_value = 0.0
+    out.objective = 0.0
+    out.loss_part = 0.0
+    out.start_objective = 0.0
+    out.start_loss = 0.0
+    out.n_iter = 0
+    out.passes = 0
+    if n_words == 0:
+        for k in range(n_topics):
+            theta_d[k] = 0.0
+        return
+    load_document(beta, &indices[start], n_words, n_topics, b)
+    if warm:
+        for k in range(n_topics):
+            for i in range(n_words):
+                s[k * n_words + i] = codes[start + i, k]
+    else:
+        start_value = common_start_value(loss, n_words, n_topics, y, b, m, linear, p)
+        for k in range(n_topics):
+            for i in range(n_words):
+                s[k * n_words + i] = start_value
+            theta_d[k] = start_value
+    exact_means(s, b, n_words, n_topics, m)
+    sweep_document(loss, n_words, n_topics, y, b, s, m, scratch, theta_d, linear, p, max_iter,
+                   out)
+    refresh_means(loss, n_words, n_topics, y, b, s, m, theta_d, linear, p, out)
     if has_codes:
         for k in range(n_topics):
             for i in range(n_words):
                 codes[start + i, k] = s[k * n_words + i]
-    objective_out[0] = current
-    loss_out[0] = loss_part
-    n_iter_out[0] = it
-    if updates_out != NULL:
-        updates_out[0] = passes * n_words
 
 
-def code_documents(CompiledLoss loss, const int[::1] indptr, const int[::1] indices,
-                   const double[::1] data, const double[:, ::1] beta,
-                   codes, double[:, ::1] theta, double[::1] means,
-                   theta_linear, double lam, double gamma, double rho,
-                   int theta_penalty, int code_penalty, int max_iter, double tol,
-                   int newton_steps, n_jobs, double start_value=NAN, bint warm_start=True,
-                   updates=None, start_values=None, active=None):
-    """Code every document of a CSR matrix in place (warm start from `codes`, `theta`).
-
-    Returns per-document arrays (objective, loss part, iterations used).
-    `codes` is a (nnz, n_topics) array, updated in place, or None: then the
-    word codes are not kept (coding new documents needs only theta). With
-    `warm_start` and `codes` the coding starts from `codes` and `theta`;
-    otherwise every document starts with all codes (word and document) at
-    `start_value`, or, if it is NaN, at the best common value for that
-    document (`common_start_value`).
-    `theta_linear` is None or a (n_docs, n_topics) array b: the document-code
-    step then minimises the objective minus b_d . theta_d. `updates`, if
-    given, is an int64 array of n_docs that receives each document's number
-    of word-code updates (for throughput measurements). `start_values`, if
-    given, is a (n_docs, 2) array that receives each document's objective
-    (minus b_d . theta_d, as coded) and its loss part at the start codes.
-    `active`, if given (warm start only), is a uint8 array of n_docs: a
-    document with active[d] == 0 is not coded (no sweep); its means,
-    objective and start values are those of its current codes.
-    """
+cdef tuple code_corpus(CompiledLoss loss, CodingParams params, const int[::1] indptr,
+                       const int[::1] indices, const double[::1] data,
+                       const double[:, ::1] beta, codes, double[:, ::1] theta,
+                       double[::1] means, theta_linear, active, bint warm, n_jobs):
+    """Code every document in parallel; the shared body of the two entry points below."""
     cdef Py_ssize_t n_docs = indptr.shape[0] - 1, n_topics = beta.shape[0], d
     cdef int n_threads = resolve_n_jobs(n_jobs)
     objective = np.zeros(n_docs, dtype=np.float64)
     loss_part = np.zeros(n_docs, dtype=np.float64)
+    start = np.zeros((n_docs, 2), dtype=np.float64)
     n_iter = np.zeros(n_docs, dtype=np.intc)
+    passes = np.zeros(n_docs, dtype=np.int64)
     cdef double[::1] objective_v = objective, loss_v = loss_part
+    cdef double[:, ::1] start_v = start
     cdef int[::1] n_iter_v = n_iter
+    cdef long long[::1] passes_v = passes
     cdef const double[:, ::1] linear_v
     cdef double[:, ::1] codes_v
     cdef bint has_linear = theta_linear is not None
     cdef bint has_codes = codes is not None
-    cdef bint warm = has_codes and warm_start
-    cdef bint count_updates = updates is not None
-    cdef long long[::1] updates_v
-    cdef bint keep_start = start_values is not None
-    cdef double[:, ::1] start_v
-    if keep_start:
-        start_v = start_values
-        if start_v.shape[0] != n_docs or start_v.shape[1] != 2:
-            raise ValueError(f"start_values must have shape ({n_docs}, 2)")
-    if count_updates:
-        updates_v = updates
-        if updates_v.shape[0] != n_docs:
-            raise ValueError(f"updates must have one entry per document ({n_docs})")
     cdef bint some_inactive = active is not None
     cdef const unsigned char[::1] active_v
+    cdef DocumentResult* result
     if some_inactive:
-        if not warm:
-            raise ValueError("active needs a warm start (codes given, warm_start=True)")
         active_v = active
         if active_v.shape[0] != n_docs:
             raise ValueError(f"active must have one entry per document ({n_docs})")
-    if has_linear:
-        linear_v = theta_linear
-    else:
-        linear_v = np.zeros((1, n_topics), dtype=np.float64)
-    if has_codes:
-        codes_v = codes
-    else:
-        codes_v = np.zeros((1, n_topics), dtype=np.float64)
+    linear_v = theta_linear if has_linear else np.zeros((1, n_topics), dtype=np.float64)
+    codes_v = codes if has_codes else np.zeros((1, n_topics), dtype=np.float64)
     longest = int(np.max(np.diff(indptr))) if n_docs > 0 else 0
     cdef size_t work_size = (2 * n_topics + 1) * max(longest, 1) * sizeof(double)
     cdef double* work
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     with nogil, parallel(num_threads=n_threads):
+        # Per-thread buffers (assigned inside the parallel block: thread-private).
         work = <double*> malloc(work_size)
-        if work == NULL:
+        result = <DocumentResult*> malloc(sizeof(DocumentResult))
+        if work == NULL or result == NULL:
             failed[0] = 1
         for d in prange(n_docs, schedule="dynamic", chunksize=8):
-            if work != NULL:
+            if work != NULL and result != NULL:
+                # An inactive document is not swept (max_iter 0): only its means
+                # and objective are computed at its current codes.
                 code_one_document(loss, d, indptr, indices, data, beta, codes_v, has_codes,
-                                  warm, start_value, theta, means, work,
-                                  &linear_v[d, 0] if has_linear else NULL,
-                                  lam, gamma, rho, theta_penalty, code_penalty,
-                                  max_iter if not some_inactive or active_v[d] else 0, tol,
-                                  newton_steps, &objective_v[d], &loss_v[d], &n_iter_v[d],
-                                  &updates_v[d] if count_updates else NULL,
-                                  &start_v[d, 0] if keep_start else NULL)
+                                  warm, theta, means, work,
+                                  &linear_v[d, 0] if has_linear else NULL, &params,
+                                  params.max_iter if not some_inactive or active_v[d] else 0,
+                                  result)
+                objective_v[d] = result[0].objective
+                loss_v[d] = result[0].loss_part
+                start_v[d, 0] = result[0].start_objective
+                start_v[d, 1] = result[0].start_loss
+                n_iter_v[d] = result[0].n_iter
+                passes_v[d] = result[0].passes
         free(work)
+        free(result)
     if failed[0]:
         raise MemoryError(f"could not allocate {work_size} bytes of coding work space per thread")
-    return objective, loss_part, n_iter
+    return objective, loss_part, n_iter, passes, start
+
+
+def code_documents(CompiledLoss loss, CodingParams params, const int[::1] indptr,
+                   const int[::1] indices, const double[::1] data, const double[:, ::1] beta,
+                   double[:, ::1] codes, double[:, ::1] theta, double[::1] means,
+                   theta_linear=None, active=None, n_jobs=None):
+    """Code every document of a CSR matrix in place, warm-started from ``codes`` and ``theta``.
+
+    ``codes`` is the (nnz, n_topics) array of word codes, ``theta`` the
+    (n_docs, n_topics) document codes; ``means`` (nnz) receives the means
+    s_j . beta[:, n_j]. ``theta_linear`` is None or a (n_docs, n_topics)
+    array b: each document's objective then has - b_d . theta_d added (how
+    MedSTC's shifted mean enters). ``active``, if given, is a uint8 array of
+    n_docs: a document with active[d] == 0 is not swept; its means,
+    objective and start values are those of its current codes.
+    Returns per-document arrays (objective, loss part, sweeps, passes over
+    the words, objective and loss part at the start codes as (n_docs, 2)).
+    """
+    return code_corpus(loss, params, indptr, indices, data, beta, codes, theta, means,
+                       theta_linear, active, True, n_jobs)
+
+
+def code_new_documents(CompiledLoss loss, CodingParams params, const int[::1] indptr,
+                       const int[::1] indices, const double[::1] data,
+                       const double[:, ::1] beta, codes, double[:, ::1] theta,
+                       double[::1] means, n_jobs=None):
+    """Code every document from scratch: each starts with all codes at its common start value.
+
+    ``codes`` is None (the word codes are not kept: coding new documents
+    needs only theta) or a (nnz, n_topics) array that receives them. Returns
+    the same arrays as `code_documents`.
+    """
+    return code_corpus(loss, params, indptr, indices, data, beta, codes, theta, means, None,
+                       None, False, n_jobs)
 
 
 def theta_from_codes(double mean_code, double linear, double n_words, double lam,
@@ -491,62 +542,64 @@ def theta_from_codes(double mean_code, double linear, double n_words, double lam
     return theta_update(mean_code, linear, n_words, lam, gamma, penalty)
 
 
-def segment_objectives(CompiledLoss loss, const int[::1] indptr, const int[::1] indices,
-                       const double[::1] data, const double[:, ::1] beta_t,
-                       const double[:, ::1] old_codes, const double[:, ::1] new_codes,
-                       const double[:, ::1] old_theta, const double[:, ::1] new_theta,
-                       const Py_ssize_t[::1] rows, const double[::1] steps,
-                       double lam, double gamma, double rho, int theta_penalty,
-                       int code_penalty, n_jobs=None):
+def segment_objectives(CompiledLoss loss, CodingParams params, const int[::1] indptr,
+                       const int[::1] indices, const double[::1] data,
+                       const double[:, ::1] beta, const double[:, ::1] old_codes,
+                       const double[:, ::1] new_codes, const double[:, ::1] old_theta,
+                       const double[:, ::1] new_theta, const Py_ssize_t[::1] rows,
+                       const double[::1] steps, n_jobs=None):
     """Objective (2) of documents ``rows`` at the codes old + step * (new - old).
 
     Document rows[i] is evaluated at step steps[i] along the segment from its
-    old codes (word and document) to its new ones, without forming the
-    intermediate codes. Returns (objective, loss part), one value per listed
-    document. ``beta_t`` is the dictionary transposed, (n_features, n_topics).
-    Used by MedSTC's safeguard to backtrack the supervised
+    old codes (word and document) to its new ones, by the kernel's own
+    `document_objective`. Returns (objective, loss part), one value per
+    listed document. Used by MedSTC's safeguard to backtrack the supervised
     coding step; documents are evaluated in parallel.
     """
-    cdef Py_ssize_t n_rows = rows.shape[0], n_topics = beta_t.shape[1], r, d, j, k
+    cdef Py_ssize_t n_rows = rows.shape[0], n_topics = beta.shape[0], r, d, i, k, start
+    cdef Py_ssize_t n_words
     cdef int n_threads = resolve_n_jobs(n_jobs)
     objective = np.zeros(n_rows, dtype=np.float64)
     loss_part = np.zeros(n_rows, dtype=np.float64)
     cdef double[::1] objective_v = objective, loss_v = loss_part
-    cdef double t, mean, x, th, reconstruction, coupling, code_pen, doc_pen
+    cdef double t
+    longest = int(np.max(np.diff(indptr))) if indptr.shape[0] > 1 else 0
+    cdef size_t work_size = ((2 * n_topics + 1) * max(longest, 1) + n_topics) * sizeof(double)
+    cdef double* work
+    cdef double* s
+    cdef double* b
+    cdef double* m
     cdef double* trial_theta
-    cdef const double* topic_weights
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     with nogil, parallel(num_threads=n_threads):
-        trial_theta = <double*> malloc((n_topics if n_topics > 0 else 1) * sizeof(double))
-        if trial_theta == NULL:
+        work = <double*> malloc(work_size)
+        if work == NULL:
             failed[0] = 1
         for r in prange(n_rows, schedule="dynamic", chunksize=8):
-            if trial_theta == NULL:
+            if work == NULL:
                 continue
             d = rows[r]
             t = steps[r]
-            reconstruction = 0.0
-            coupling = 0.0
-            code_pen = 0.0
-            doc_pen = 0.0
+            start = indptr[d]
+            n_words = indptr[d + 1] - start
+            s = work
+            b = work + n_topics * n_words
+            m = work + 2 * n_topics * n_words
+            trial_theta = m + n_words
             for k in range(n_topics):
                 trial_theta[k] = old_theta[d, k] + t * (new_theta[d, k] - old_theta[d, k])
-            for j in range(indptr[d], indptr[d + 1]):
-                mean = 0.0
-                topic_weights = &beta_t[indices[j], 0]
-                for k in range(n_topics):
-                    x = old_codes[j, k] + t * (new_codes[j, k] - old_codes[j, k])
-                    mean = mean + x * topic_weights[k]
-                    coupling = coupling + (x - trial_theta[k]) * (x - trial_theta[k])
-                    code_pen = code_pen + (x if code_penalty == PENALTY_L1 else x * x)
-                reconstruction = reconstruction + loss._loss(data[j], mean)
-            if indptr[d + 1] > indptr[d]:
-                for k in range(n_topics):
-                    th = trial_theta[k]
-                    doc_pen = doc_pen + (th if theta_penalty == PENALTY_L1 else th * th)
-            loss_v[r] = reconstruction
-            objective_v[r] = reconstruction + gamma * coupling + rho * code_pen + lam * doc_pen
-        free(trial_theta)
+                for i in range(n_words):
+                    s[k * n_words + i] = old_codes[start + i, k] + t * (
+                        new_codes[start + i, k] - old_codes[start + i, k])
+            if n_words == 0:
+                objective_v[r] = 0.0
+                loss_v[r] = 0.0
+                continue
+            load_document(beta, &indices[start], n_words, n_topics, b)
+            exact_means(s, b, n_words, n_topics, m)
+            objective_v[r] = document_objective(loss, n_words, &data[start], m, s, trial_theta,
+                                                NULL, n_topics, &params, &loss_v[r])
+        free(work)
     if failed[0]:
         raise MemoryError("could not allocate the work space of segment_objectives")
     return objective, loss_part

@@ -1,20 +1,21 @@
 """The coding sweep of `stc._core._coding` written with numpy, for pure-Python losses.
 
-Same updates in the same order per word (words are independent given theta,
-so sweeping topic by topic over all words of all documents at once gives the
-same result as the compiled kernel's per-document loop), same per-document
-stopping rule. It calls the loss's vectorised methods once per topic per
-sweep; it is also an independent reference for the compiled kernel in tests.
+Every function mirrors the kernel function of the same name, vectorised over
+documents: same updates in the same order per word (words are independent
+given theta, so sweeping topic by topic over all words of all documents at
+once gives the same result as the compiled kernel's per-document loop), same
+per-document stopping rule, same constants (`stc._core._constants`). It
+calls the loss's vectorised methods once per topic per sweep; it is also an
+independent reference for the compiled kernel in tests. ``params`` is the
+dict of `stc.coding.CodingProblem.params` (the kernel's `CodingParams`).
 """
 import numpy as np
 
-PENALTY_L1, PENALTY_L2 = 0, 1
-# Same as the compiled kernel's BLOCK_NEWTON_RTOL (see stc/_core/_coding.pyx).
-BLOCK_NEWTON_RTOL = 1e-3
-OVERSHOOT_NUDGE = 0.003
+from stc._core._constants import (BLOCK_NEWTON_RTOL, OVERSHOOT_NUDGE, PENALTY_L1, PENALTY_L2,
+                                   START_VALUE_MAX_ITER, START_VALUE_RTOL)
 
 
-def theta_closed_form(mean_code, linear, n_words, lam, gamma, penalty):
+def theta_update(mean_code, linear, n_words, lam, gamma, penalty):
     """Vectorised `theta_update`: eq. (3) (l1) or footnote 3 (l2), plus a linear term."""
     n_words = np.asarray(n_words, dtype=np.float64)
     if penalty == PENALTY_L1:
@@ -24,9 +25,10 @@ def theta_closed_form(mean_code, linear, n_words, lam, gamma, penalty):
     return np.maximum(t, 0.0)
 
 
-def document_objectives(loss, X, doc_of_entry, means, codes, theta, linear, lam, gamma, rho,
-                        theta_penalty, code_penalty):
+def document_objective(loss, X, doc_of_entry, means, codes, theta, linear, params):
     """Objective (2) of every document (minus linear . theta), and its loss part."""
+    lam, gamma, rho = params["lam"], params["gamma"], params["rho"]
+    theta_penalty, code_penalty = params["theta_penalty"], params["code_penalty"]
     n_docs = X.shape[0]
     recon = np.bincount(doc_of_entry, weights=loss.loss(X.data, means), minlength=n_docs)
     coupling = ((codes - theta[doc_of_entry]) ** 2).sum(axis=1)
@@ -39,7 +41,7 @@ def document_objectives(loss, X, doc_of_entry, means, codes, theta, linear, lam,
     return total, recon
 
 
-def _solve_topic_words(loss, y, b, rests, codes_k, t_entry, quad, rho_lin, gamma, docs, n_docs):
+def solve_topic_words(loss, y, b, rests, codes_k, t_entry, quad, rho_lin, gamma, docs, n_docs):
     """Vectorised `solve_topic_words`: word codes of one topic at theta_k = t."""
     x = loss.solve_coordinate(y, b, rests, quad, rho_lin - 2.0 * gamma * t_entry, codes_k)
     slope = np.bincount(docs, weights=2.0 * gamma * (t_entry - x), minlength=n_docs)
@@ -51,14 +53,18 @@ def _solve_topic_words(loss, y, b, rests, codes_k, t_entry, quad, rho_lin, gamma
     return x, slope, np.bincount(docs, weights=curv_entry, minlength=n_docs)
 
 
-def _update_topic_block(loss, y, b, docs, codes_k, means, theta_k, linear_k, lam, gamma, quad,
-                        rho_lin, theta_penalty, newton_steps):
+def update_topic_block(loss, y, b, docs, codes_k, means, theta_k, linear_k, quad, rho_lin,
+                       params):
     """Vectorised `update_topic_block` over the documents whose entries are given.
 
     ``docs`` are compact document ids (0..n-1) of the entries; ``theta_k`` and
-    ``linear_k`` are per compact document. Returns (codes_k, means, theta_k).
+    ``linear_k`` are per compact document. Returns (codes_k, means, theta_k,
+    passes over each document's words).
     """
+    lam, gamma = params["lam"], params["gamma"]
+    theta_penalty, newton_steps = params["theta_penalty"], params["newton_steps"]
     n = theta_k.shape[0]
+    passes = np.zeros(n, dtype=np.int64)
     rests = np.maximum(means - b * codes_k, 0.0)
     t = theta_k.copy()
     x = codes_k.copy()
@@ -69,7 +75,8 @@ def _update_topic_block(loss, y, b, docs, codes_k, means, theta_k, linear_k, lam
     slope = np.zeros(n)
     for step in range(newton_steps + 1):
         entries = iterating[docs]
-        x_new, s_new, c_new = _solve_topic_words(
+        passes += iterating
+        x_new, s_new, c_new = solve_topic_words(
             loss, y[entries], b[entries], rests[entries], x[entries], t[docs[entries]],
             quad, rho_lin, gamma, docs[entries], n)
         x[entries] = x_new
@@ -119,20 +126,23 @@ def _update_topic_block(loss, y, b, docs, codes_k, means, theta_k, linear_k, lam
         if np.any(back):
             t = np.where(back, safe_t, t)
             entries = back[docs]
-            x[entries] = _solve_topic_words(
+            passes += back
+            x[entries] = solve_topic_words(
                 loss, y[entries], b[entries], rests[entries], x[entries], t[docs[entries]],
                 quad, rho_lin, gamma, docs[entries], n)[0]
-    return x, rests + b * x, t
+    return x, rests + b * x, t, passes
 
 
-def code_documents_numpy(loss, X, beta, codes, theta, means, theta_linear, lam, gamma, rho,
-                         theta_penalty, code_penalty, max_iter, tol, newton_steps,
-                         start_values=None, active=None):
-    """In-place coding of the CSR matrix X; same contract and updates as `code_documents`.
+def code_documents(loss, params, X, beta, codes, theta, means, theta_linear=None, active=None):
+    """In-place coding of the CSR matrix X, warm-started; same contract as the kernel's.
 
     ``active`` (boolean per document, or None for all) leaves the documents
-    where it is False uncoded, as the kernel's ``active`` does.
+    where it is False uncoded, as the kernel's ``active`` does. Returns
+    (objective, loss part, sweeps, passes, start objective and loss).
     """
+    lam, gamma, rho = params["lam"], params["gamma"], params["rho"]
+    theta_penalty, code_penalty = params["theta_penalty"], params["code_penalty"]
+    max_iter, tol = params["max_iter"], params["tol"]
     n_docs, n_topics = theta.shape
     lengths = np.diff(X.indptr)
     doc_of_entry = np.repeat(np.arange(n_docs), lengths)
@@ -140,12 +150,11 @@ def code_documents_numpy(loss, X, beta, codes, theta, means, theta_linear, lam, 
     rho_lin = rho if code_penalty == PENALTY_L1 else 0.0
     means[:] = (codes * beta.T[X.indices]).sum(axis=1) if X.nnz else 0.0
     theta[lengths == 0] = 0.0
-    objective, recon = document_objectives(loss, X, doc_of_entry, means, codes, theta, theta_linear,
-                                  lam, gamma, rho, theta_penalty, code_penalty)
-    if start_values is not None:
-        start_values[:, 0] = objective
-        start_values[:, 1] = recon
+    objective, recon = document_objective(loss, X, doc_of_entry, means, codes, theta,
+                                          theta_linear, params)
+    start = np.column_stack([objective, recon])
     n_iter = np.zeros(n_docs, dtype=np.intc)
+    passes = np.zeros(n_docs, dtype=np.int64)
     active_docs = lengths > 0
     if active is not None:
         active_docs &= active
@@ -161,34 +170,52 @@ def code_documents_numpy(loss, X, beta, codes, theta, means, theta_linear, lam, 
         entry_means = means[entries]
         for k in range(n_topics):
             b = beta[k, words]
-            codes_k, entry_means, theta_k = _update_topic_block(
+            codes_k, entry_means, theta_k, block_passes = update_topic_block(
                 loss, y, b, compact, codes[entries, k], entry_means, theta[active, k],
-                linear[active, k], lam, gamma, quad, rho_lin, theta_penalty, newton_steps)
+                linear[active, k], quad, rho_lin, params)
+            passes[active] += block_passes
             codes[entries, k] = codes_k
             theta[active, k] = theta_k
         means[entries] = entry_means
         sums = np.zeros((active.size, n_topics))
         np.add.at(sums, compact, codes[entries])
-        theta[active] = theta_closed_form(sums / lengths[active, None], linear[active],
+        theta[active] = theta_update(sums / lengths[active, None], linear[active],
                                           lengths[active, None], lam, gamma, theta_penalty)
         n_iter[active] += 1
-        new_objective, new_recon = document_objectives(loss, X, doc_of_entry, means, codes, theta,
-                                              theta_linear, lam, gamma, rho, theta_penalty,
-                                              code_penalty)
+        new_objective, new_recon = document_objective(loss, X, doc_of_entry, means, codes,
+                                                      theta, theta_linear, params)
         converged = objective - new_objective <= tol * np.abs(objective)
         objective[active] = new_objective[active]
         recon[active] = new_recon[active]
         active_docs[active[converged[active]]] = False
-    return objective, recon, n_iter
+    return objective, recon, n_iter, passes, start
 
 
-def common_start_values(loss, X, beta, theta_linear, lam, rho, theta_penalty, code_penalty):
+def code_new_documents(loss, params, X, beta, codes, theta, means):
+    """Code every document from its common start value; same contract as the kernel's.
+
+    ``codes`` is None (word codes not kept) or an (nnz, n_topics) array that
+    receives them.
+    """
+    values = common_start_value(loss, X, beta, None, params)
+    start_codes = np.repeat(values, np.diff(X.indptr))[:, None] * np.ones((1, theta.shape[1]))
+    if codes is None:
+        codes = start_codes
+    else:
+        codes[:] = start_codes
+    theta[:] = values[:, None]
+    return code_documents(loss, params, X, beta, codes, theta, means)
+
+
+def common_start_value(loss, X, beta, theta_linear, params):
     """Vectorised `common_start_value`: per document, the best single value for all its codes.
 
     Same safeguarded Newton iteration as the compiled kernel, for every
-    document at once (a document stops when its own step falls under 1e-3
-    relative). Documents without words get 1.
+    document at once (a document stops when its own step falls under
+    START_VALUE_RTOL relative). Documents without words get 1.
     """
+    lam, rho = params["lam"], params["rho"]
+    theta_penalty, code_penalty = params["theta_penalty"], params["code_penalty"]
     n_docs, n_topics = X.shape[0], beta.shape[0]
     lengths = np.diff(X.indptr)
     doc = np.repeat(np.arange(n_docs), lengths)
@@ -205,7 +232,7 @@ def common_start_values(loss, X, beta, theta_linear, lam, rho, theta_penalty, co
             high = np.where(active, 0.5 * upper / largest, np.inf)
         value = np.where(active, 0.5 * high, 1.0)
     n_codes = lengths * float(n_topics)
-    for _ in range(50):
+    for _ in range(START_VALUE_MAX_ITER):
         if not active.any():
             break
         c_entry = value[doc]
@@ -229,7 +256,7 @@ def common_start_values(loss, X, beta, theta_linear, lam, rho, theta_penalty, co
         outside = ~((step > low) & (step < high))
         step = np.where(outside, np.where(np.isfinite(high), 0.5 * (low + high), 2.0 * value),
                         step)
-        done = active & (np.abs(step - value) <= 1e-3 * value)
+        done = active & (np.abs(step - value) <= START_VALUE_RTOL * value)
         value = np.where(active, step, value)
         active &= ~done
     return value

@@ -55,6 +55,12 @@ cdef class CompiledLoss:
     """
 
     name = "compiled"
+    # Capabilities the estimators ask for instead of testing the loss's type:
+    # a compiled loss is coded by the nogil kernel; the dictionary step uses
+    # projected gradient ("pg") unless the loss declares that the Poisson
+    # majorisation-minimisation step ("mm") applies to it.
+    runs_in_kernel = True
+    dictionary_method = "pg"
 
     def __cinit__(self):
         self.mean_lower = -INFINITY

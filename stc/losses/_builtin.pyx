@@ -93,6 +93,7 @@ cdef class PoissonLoss(CompiledLoss):
     """
 
     name = "poisson"
+    dictionary_method = "mm"  # Jensen's bound on -log(mean) gives the MM step (stc.dictionary)
 
     def __cinit__(self):
         self.mean_lower = 0.0

@@ -23,6 +23,10 @@ class PythonLoss:
 
     name = "python"
     mean_domain = (-np.inf, np.inf)
+    # Coded by the numpy twin of the kernel; dictionary step by projected
+    # gradient ("mm" is valid only for the Poisson deviance).
+    runs_in_kernel = False
+    dictionary_method = "pg"
 
     def loss(self, y, mean):
         raise NotImplementedError(f"{type(self).__name__} must implement loss(y, mean)")

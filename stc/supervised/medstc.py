@@ -1,20 +1,28 @@
 """MedSTC: max-margin supervised sparse topical coding (paper Sec. 3, problem (4)).
 
-Training alternates, per outer iteration:
-  1. sparse coding of every training document through the same compiled
-     kernel as STC, with theta's shifted mean: the document-code step
-     minimises its objective minus b_d . theta_d, where
-     b_d = (C / D) (eta_{y_d} - eta_{yhat_d}) and yhat_d is the
-     loss-augmented prediction at the current theta_d (`shift_for_labels`);
-     a document whose new codes raise its share of objective (4) keeps its
-     old codes (`_MaxMarginSupervisor.safeguard`);
+Problem (4): minimise over topics, codes and the classifier eta
+
+    objective (2)  +  C R_h(eta; theta)  +  1/2 ||eta||^2,
+    R_h = (1/D) sum_d max_y [Delta(y_d, y) + eta_y . theta_d - eta_{y_d} . theta_d],
+
+`medstc_objective` computes it. Training runs the shared outer loop
+(`stc.training.alternate`) with two steps of its own:
+  1. `ShiftedMeanCodingStep`: the same compiled kernel as STC, with theta's
+     shifted mean: each document-code step minimises its objective minus
+     b_d . theta_d, b_d = (C / D) (eta_{y_d} - eta_{yhat_d}), where yhat_d is the
+     loss-augmented prediction at the current theta_d (`shifted_mean_term`);
+     a document whose new codes raise its share of (4) is moved back towards
+     its old codes (`safeguard`), and a document rejected again and again sits
+     out a few iterations (`documents_to_code`);
   2. the dictionary step (unchanged from STC);
-  3. the SVM step: the 1-slack cutting-plane multi-class SVM on the
-     training codes, warm-started from the previous iteration.
+  3. `SVMStep`: the 1-slack cutting-plane multi-class SVM on the training
+     codes, warm-started from the previous iteration. Its classifier is the
+     only thing that flows back into coding, through the shifted mean.
 After the loop, eta is refitted on the training documents coded without
 labels (``refit_C``; see `MedSTC`). Test documents are coded without labels
 (plain STC coding) and classified by argmax_y eta_y . theta.
 """
+import numbers
 import time
 
 import numpy as np
@@ -23,17 +31,16 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from stc._core._coding import move_along_segments, segment_objectives
-from stc._core.numpy_coding import document_objectives
+from stc._core._coding import move_along_segments
 from stc._stc import STC
-from stc._validation import check_number
-from stc.coding import PENALTIES
-from stc.losses import CompiledLoss
+from stc._validation import Interval, NoneValue, check_training_corpus
+from stc.coding import code_documents, segment_objectives, stc_objective
 from stc.supervised.svm import (CuttingPlaneSVM, loss_augmented_predict, multiclass_hinge,
-                                primal_objective)
+                                primal_objective, sample_hinges)
+from stc.training import count_capped
 
 
-def shift_for_labels(W, theta, y_index, C, cost):
+def shifted_mean_term(W, theta, y_index, C, cost):
     """Linear term b_d = (C / D) (eta_{y_d} - eta_{yhat_d}) of each document-code step.
 
     With it, the theta closed form of the kernel becomes the paper's shifted
@@ -44,53 +51,98 @@ def shift_for_labels(W, theta, y_index, C, cost):
     return (C / theta.shape[0]) * (W[y_index] - W[y_hat])
 
 
-def document_hinges(W, theta, y_index, cost):
-    """max_y [Delta(y_d, y) + eta_y . theta_d - eta_{y_d} . theta_d] for every document."""
-    scores = theta @ W.T
-    rows = np.arange(theta.shape[0])
-    true = scores[rows, y_index]
-    augmented = scores + cost
-    augmented[rows, y_index] = true
-    return augmented.max(axis=1) - true
+def medstc_objective(problem, X, beta, codes, theta, W, y_index, C, cost, n_jobs=None):
+    """Objective (4) of the paper: objective (2) + C R_h(W; theta) + ||W||^2 / 2."""
+    return (stc_objective(problem, X, beta, codes, theta, n_jobs)
+            + primal_objective(W, theta, y_index, C, cost))
 
 
-class _MaxMarginSupervisor:
-    """The supervised parts of MedSTC's outer loop, as called by `STC._fit`.
+class SVMStep:
+    """The classifier step of problem (4): the cutting-plane SVM on the current codes.
+
+    The new eta is kept only if it lowers the SVM block of (4) (so (4) never
+    increases). Returns the block's value, C R_h + ||eta||^2 / 2.
+    """
+
+    def __init__(self, C, cost, tol, max_iter, y_index):
+        self.C, self.cost, self.y_index = C, cost, y_index
+        self.svm = CuttingPlaneSVM(C=C, cost=cost, tol=tol, max_iter=max_iter, warm_start=True)
+        self.coef = None  # eta, read by the coding step through the shifted mean
+        self.hinge, self.accuracy = [], []
+
+    def shifted_mean_term(self, theta):
+        """The coding step's linear term, or None before the first classifier exists."""
+        if self.coef is None:
+            return None
+        return shifted_mean_term(self.coef, theta, self.y_index, self.C, self.cost)
+
+    def hinge_shares(self, theta, rows=None):
+        """Each document's share (C / D) h_d of the hinge term of (4)."""
+        y_index = self.y_index if rows is None else self.y_index[rows]
+        return (self.C / self.y_index.shape[0]) * sample_hinges(self.coef, theta, y_index,
+                                                                self.cost)
+
+    def __call__(self, state, iteration):
+        theta = state.theta
+        self.svm.fit(theta, self.y_index)
+        candidate = self.svm.coef_
+        if self.coef is None or primal_objective(candidate, theta, self.y_index, self.C,
+                                                 self.cost) \
+                <= primal_objective(self.coef, theta, self.y_index, self.C, self.cost):
+            self.coef = candidate.copy()
+        self.hinge.append(multiclass_hinge(self.coef, theta, self.y_index, self.cost))
+        self.accuracy.append(float(np.mean(np.argmax(theta @ self.coef.T, axis=1)
+                                           == self.y_index)))
+        return self.C * self.hinge[-1] + 0.5 * float(np.sum(self.coef * self.coef))
+
+
+class ShiftedMeanCodingStep:
+    """MedSTC's coding step: STC coding with theta's shifted mean, safeguarded.
 
     The shifted mean fixes the loss-augmented label before the theta step, so
     that step minimises a lower bound of the hinge (one of its pieces) and
     can raise objective (4). `safeguard` therefore compares, per document,
     objective (2) plus the document's hinge share before and after coding,
-    and keeps the old codes where the new ones are worse: with the exact
-    dictionary step and the SVM step (kept only if it lowers the SVM
-    objective), objective (4) never increases.
+    and moves back towards the old codes where the new ones are worse: with
+    the exact dictionary step and the SVM step (kept only if it lowers the
+    SVM block), objective (4) never increases.
     """
 
     MAX_BACKOFF = 8  # longest sit-out of a repeatedly rejected document, in iterations
+    MAX_HALVINGS = 3  # backtracking steps of the safeguard
 
-    def __init__(self, model, loss, y_index):
-        self.model, self.loss, self.y_index = model, loss, y_index
-        self.svm = CuttingPlaneSVM(C=model.C, cost=model.delta, tol=model.svm_tol,
-                                   max_iter=model.svm_max_iter, warm_start=True)
-        self.W = None
-        self.n_docs = y_index.shape[0]
-        self.hinge, self.accuracy, self.reverted, self.shortened = [], [], [], []
-        self.skipped = []
+    def __init__(self, problem, svm_step, n_docs, n_jobs=None):
+        self.problem, self.svm_step, self.n_jobs = problem, svm_step, n_jobs
+        self.n_docs = n_docs
+        self.reverted, self.shortened, self.skipped = [], [], []
         # Back-off for documents whose supervised coding step was rejected
         # (see `documents_to_code`): consecutive rejections, next iteration to try.
-        self.rejections = np.zeros(self.n_docs, dtype=np.int64)
-        self.next_try = np.zeros(self.n_docs, dtype=np.int64)
+        self.rejections = np.zeros(n_docs, dtype=np.int64)
+        self.next_try = np.zeros(n_docs, dtype=np.int64)
+        self.saved = None  # buffers for the codes before a supervised step (reused)
         self.active, self.iteration = None, 0
-        self.start = time.perf_counter()
 
-    def _hinge_share(self, theta):
-        return (self.model.C / self.n_docs) * document_hinges(
-            self.W, theta, self.y_index, self.model.delta)
-
-    def linear_term(self, theta):
-        if self.W is None:
-            return None  # first iteration: no classifier yet, plain STC coding
-        return shift_for_labels(self.W, theta, self.y_index, self.model.C, self.model.delta)
+    def __call__(self, state, iteration):
+        theta_linear = self.svm_step.shifted_mean_term(state.theta)
+        if theta_linear is None:  # first iteration: no classifier yet, plain STC coding
+            result = code_documents(self.problem, state.X, state.beta, state.codes,
+                                    state.theta, n_jobs=self.n_jobs)
+            state.capped_documents = count_capped(result, self.problem)
+            return float(np.sum(result.objective) - np.sum(result.loss)), result.means
+        if self.saved is None:
+            self.saved = (np.empty_like(state.codes), np.empty_like(state.theta))
+        np.copyto(self.saved[0], state.codes)
+        np.copyto(self.saved[1], state.theta)
+        result = code_documents(self.problem, state.X, state.beta, state.codes, state.theta,
+                                theta_linear=theta_linear,
+                                active=self.documents_to_code(iteration), n_jobs=self.n_jobs)
+        state.capped_documents = count_capped(result, self.problem)
+        # The linear term is not part of problem (2): add it back.
+        doc_obj = result.objective + np.sum(theta_linear * state.theta, axis=1)
+        old_obj = result.start_objective + np.sum(theta_linear * self.saved[1], axis=1)
+        doc_obj, doc_loss = self.safeguard(state, result.means, doc_obj, result.loss, old_obj,
+                                           result.start_loss)
+        return float(np.sum(doc_obj) - np.sum(doc_loss)), result.means
 
     def documents_to_code(self, iteration):
         """Which documents the supervised coding step of ``iteration`` codes.
@@ -117,14 +169,13 @@ class _MaxMarginSupervisor:
         wait = np.minimum(2 ** (self.rejections[now_rejected] - 1), self.MAX_BACKOFF)
         self.next_try[now_rejected] = self.iteration + 1 + wait
 
-    def safeguard(self, X, beta, previous, codes, theta, means, doc_obj, doc_loss, old_obj,
-                  old_loss, max_halvings=3):
+    def safeguard(self, state, means, doc_obj, doc_loss, old_obj, old_loss):
         """Keep, per document, a point that does not raise its share of objective (4).
 
-        ``previous`` holds the codes before the coding step, ``old_obj`` and
+        ``self.saved`` holds the codes before the coding step, ``old_obj`` and
         ``old_loss`` their objective (2) and its loss part (with the current
-        topics); ``codes``, ``theta`` and ``means`` (updated in place) and
-        ``doc_obj``, ``doc_loss`` describe the new codes.
+        topics); ``state.codes``, ``state.theta`` and ``means`` (updated in
+        place) and ``doc_obj``, ``doc_loss`` describe the new codes.
         Where the shifted-mean codes are worse than the old ones, step back
         along the segment from the old codes to the new ones (halving the
         step): the set of codes is convex and so is the document's part of
@@ -134,190 +185,144 @@ class _MaxMarginSupervisor:
         step keep their old codes. The trial points are evaluated without
         being formed (`segment_objectives`); only the chosen one is written.
         """
-        old_codes, old_theta = previous
+        old_codes, old_theta = self.saved
+        X, codes, theta = state.X, state.codes, state.theta
         n_docs = X.shape[0]
-        beta_t = np.ascontiguousarray(beta.T)  # one transpose for every evaluation below
-        old_total = old_obj + self._hinge_share(old_theta)
+        old_total = old_obj + self.svm_step.hinge_shares(old_theta)
         # "not <=" also catches a non-finite new objective: with the l1 penalty on
         # theta the linearised hinge can make the coding problem unbounded, and
         # such codes run off to infinity (see `MedSTC`, theta_penalty).
-        pending = ~(doc_obj + self._hinge_share(theta) <= old_total)
+        pending = ~(doc_obj + self.svm_step.hinge_shares(theta) <= old_total)
         n_worse = int(np.sum(pending))
         steps = np.ones(n_docs)
         step = 1.0
-        for _ in range(max_halvings):
+        for _ in range(self.MAX_HALVINGS):
             if not pending.any():
                 break
             step *= 0.5
             rows = np.flatnonzero(pending)
-            trial_obj, trial_loss = self._segment_objectives(
-                X, beta_t, old_codes, codes, old_theta, theta, rows, np.full(rows.size, step))
+            trial_obj, trial_loss = segment_objectives(
+                self.problem, X, state.beta, old_codes, codes, old_theta, theta, rows,
+                np.full(rows.size, step), self.n_jobs)
             trial_theta = old_theta[rows] + step * (theta[rows] - old_theta[rows])
-            better = trial_obj + self._hinge_share_of(trial_theta, rows) <= old_total[rows]
+            better = trial_obj + self.svm_step.hinge_shares(trial_theta, rows) <= old_total[rows]
             accepted = rows[better]
             steps[accepted] = step
             doc_obj[accepted] = trial_obj[better]
             doc_loss[accepted] = trial_loss[better]
             pending[accepted] = False
         steps[pending] = 0.0  # no decreasing step: keep the old codes exactly
-        if self.active is not None:
-            self._record_outcome(pending)
+        self._record_outcome(pending)
         doc_obj = np.where(pending, old_obj, doc_obj)
         doc_loss = np.where(pending, old_loss, doc_loss)
         moved = np.flatnonzero(steps < 1.0)
-        move_along_segments(X.indptr, X.indices, beta_t, old_codes, codes, old_theta, theta,
-                            means, moved, steps[moved], self.model.n_jobs)
+        move_along_segments(X.indptr, X.indices, np.ascontiguousarray(state.beta.T), old_codes,
+                            codes, old_theta, theta, means, moved, steps[moved], self.n_jobs)
         self.reverted.append(int(np.sum(pending)))
         self.shortened.append(n_worse - self.reverted[-1])
         return doc_obj, doc_loss
 
-    def _segment_objectives(self, X, beta_t, old_codes, codes, old_theta, theta, rows, steps):
-        """Objective (2) of documents ``rows`` at old + step * (new - old), and its loss part."""
-        params = self.model._coding_params()
-        penalties = (PENALTIES[params["theta_penalty"]], PENALTIES[params["code_penalty"]])
-        rows = np.ascontiguousarray(rows, dtype=np.intp)
-        steps = np.ascontiguousarray(steps, dtype=np.float64)
-        if isinstance(self.loss, CompiledLoss):
-            return segment_objectives(self.loss, X.indptr, X.indices, X.data, beta_t, old_codes,
-                                      codes, old_theta, theta, rows, steps, params["lam"],
-                                      params["gamma"], params["rho"], *penalties,
-                                      self.model.n_jobs)
-        # A pure-Python loss: form the trial codes of the listed documents.
-        sub = X[rows]  # rows are increasing, so the entries below are in sub's order
-        selected = np.zeros(X.shape[0], dtype=bool)
-        selected[rows] = True
-        entries = np.flatnonzero(np.repeat(selected, np.diff(X.indptr)))
-        sub_doc = np.repeat(np.arange(rows.size), np.diff(sub.indptr))
-        step_of_entry = steps[sub_doc][:, None]
-        trial_codes = old_codes[entries] + step_of_entry * (codes[entries] - old_codes[entries])
-        trial_theta = old_theta[rows] + steps[:, None] * (theta[rows] - old_theta[rows])
-        means = np.sum(trial_codes * beta_t[sub.indices], axis=1)
-        return document_objectives(self.loss, sub, sub_doc, means, trial_codes, trial_theta,
-                                   None, params["lam"], params["gamma"], params["rho"],
-                                   *penalties)
-
-    def _hinge_share_of(self, theta, rows):
-        """The hinge share of documents ``rows`` whose codes are ``theta``."""
-        return (self.model.C / self.n_docs) * document_hinges(
-            self.W, theta, self.y_index[rows], self.model.delta)
-
-    def classifier_step(self, theta, iteration):
-        model = self.model
-        self.svm.fit(theta, self.y_index)
-        candidate = self.svm.coef_
-        if self.W is None or primal_objective(candidate, theta, self.y_index, model.C, model.delta) \
-                <= primal_objective(self.W, theta, self.y_index, model.C, model.delta):
-            self.W = candidate.copy()
-        self.hinge.append(multiclass_hinge(self.W, theta, self.y_index, model.delta))
-        self.accuracy.append(float(np.mean(np.argmax(theta @ self.W.T, axis=1) == self.y_index)))
-        if model.verbose:
-            print(f"iter {iteration:3d}  hinge {self.hinge[-1]:.4g}  train accuracy "
-                  f"{self.accuracy[-1]:.3f}  shortened steps for "
-                  f"{self.shortened[-1] if self.shortened else 0}, kept old codes for "
-                  f"{self.reverted[-1] if self.reverted else 0} and did not code "
-                  f"{self.skipped[-1] if self.skipped else 0} documents  "
-                  f"time {time.perf_counter() - self.start:.1f}s")
-        return model.C * self.hinge[-1] + 0.5 * float(np.sum(self.W * self.W))
+    def describe(self, iteration):
+        """Progress text: what the safeguard and the back-off did this iteration."""
+        if iteration < 2 or not self.reverted:
+            return ""
+        return (f"  shortened {self.shortened[-1]} kept {self.reverted[-1]} "
+                f"skipped {self.skipped[-1]} docs")
 
 
 class MedSTC(ClassifierMixin, STC):
     """Max-margin supervised STC: topics, codes and a multi-class SVM learned jointly.
 
-    Parameters are those of `STC` (with ``max_iter`` defaulting to 20 and
-    ``lambda_`` to 30, the settings measured in `benchmarks/results_medstc.md`;
-    ``gamma`` defaults to ``lambda_`` as in STC), plus those below. Its
+    Minimises problem (4) of the paper: STC's objective (2) plus
+    ``C`` times the averaged multi-class hinge loss of a linear classifier eta
+    on the document codes, plus ``||eta||^2 / 2``. Parameters are those of
+    `STC` (with ``max_iter`` defaulting to 20 and ``lambda_`` to 30;
+    ``gamma`` defaults to ``lambda_`` as in STC), plus those below; its
     attributes are STC's plus those below.
 
     Parameters
     ----------
     C : float, default=30000.0
-        Weight of the averaged multi-class hinge loss. C, ``lambda_``,
-        ``rho`` and ``refit_C`` were chosen together by 2-fold
-        cross-validation on the 20 Newsgroups training split at K = 50
-        (`benchmarks/results_medstc.md`, 9 settings of (C, ``lambda_``) times 7
-        of refit_C): C and ``lambda_`` must grow together, and the best mean
-        validation accuracy, 0.865, came from C = 30000, ``lambda_`` = 30,
-        rho = 0.01, refit_C = 3e6 (C = 10000, ``lambda_`` = 10 gave 0.861;
-        the earlier defaults C = 450, ``lambda_`` = 0.1 without refit gave
-        0.78). The price is sparsity: with a ``lambda_`` this large the codes
-        are nearly dense (at K = 50, 1.5 % of the test document codes are
-        zero); smaller C and ``lambda_`` give sparser, less accurate codes.
-        The hinge is averaged over documents
-        while objective (2) sums over them, so on a much larger or smaller
-        corpus a C scaled with the number of documents is a natural first
-        try.
-        With ``theta_penalty="l1"`` the shifted-mean coding step can be
-        unbounded: when (C / D) (eta_{y_d} - eta_{yhat_d})_k exceeds
-        ``lambda_`` + rho ``|I_d|`` + sum_n beta_kn, raising theta_k and the word
-        codes of topic k together lowers the linearised objective without
-        end, and the document's codes run off. The safeguard rejects such
-        steps (counted in ``rejected_steps_``): the fit stays finite and (4)
-        never increases, but those documents keep their old codes. The l2
-        penalty (the default) keeps every step bounded.
-    delta : float, default=3600.0
+        Weight of the averaged multi-class hinge loss. C and ``lambda_``
+        have to grow together; the defaults (C, lambda_, rho, refit_C) were
+        chosen together by cross-validation on the 20 Newsgroups training
+        split (see ``docs/algorithms.md``, "Choosing MedSTC's parameters").
+        The hinge is averaged over documents while objective (2) sums over
+        them, so on a much larger or smaller corpus a C scaled with the
+        number of documents is a natural first try. With
+        ``theta_penalty="l1"`` a shifted-mean coding step can be unbounded
+        (see ``docs/algorithms.md``); the safeguard rejects such steps,
+        counted in ``rejected_steps_``.
+    cost : float, default=3600.0
         Cost ell of a wrong label, Delta(y, y') = ell * 1[y != y'] (the
-        paper's setting for MedSTC).
+        paper's setting for MedSTC); the same parameter as
+        `CuttingPlaneSVM`'s ``cost``.
     svm_tol : float, default=1e-3
-        Cutting-plane tolerance, relative to ``delta``.
+        Cutting-plane tolerance, relative to ``cost``.
     svm_max_iter : int, default=1000
         Cutting-plane iterations per SVM step.
     refit_C : float or None, default=3e6
-        Final classifier step. After the alternating loop the training
-        documents are coded again without labels, exactly as `transform`
-        codes new documents, and eta is refitted on those codes by the
-        cutting-plane SVM with this C (and ``delta``, ``svm_tol``,
-        ``svm_max_iter``); ``joint_coef_`` keeps the loop's eta. Why: the
+        After the loop, the training documents are coded again without labels,
+        exactly as `transform` codes new documents, and eta is refitted on
+        those codes with this C; ``joint_coef_`` keeps the loop's eta. The
         loop's eta is trained on codes pulled towards their labels by the
-        shifted mean, while test codes have no label to pull them, so the
-        classifier is tuned to features it never sees at test time. The
-        label-free codes are less separable, hence the larger C. In the
-        cross-validation every setting of (C, ``lambda_``) gained 3 to 8
-        points of validation accuracy from it (at its best refit_C). None
-        keeps the loop's eta (the paper's classifier, the minimiser of
-        (4)'s SVM block).
-        The default suits the default C and ``lambda_``, whose document codes
-        are small (mean 0.12 at K = 50 on 20 Newsgroups). The cutting-plane
-        SVM needs more iterations as C times the squared size of the codes
-        grows: with ``theta_penalty="l1"`` and ``lambda_`` = 0.1 the codes reach
-        the hundreds, and a refit at 3e6 can take minutes and stop at
-        ``svm_max_iter``. With other settings, cross-validate refit_C with
-        them (`benchmarks/bench_medstc.py --cv`) or set it to None.
+        shifted mean, which test codes never get. None keeps the loop's eta
+        (the paper's classifier). The default suits the default C and
+        lambda_ (document codes of order 0.1); with codes of a very
+        different scale, cross-validate it or set it to None.
 
     Attributes
     ----------
-    classes_ : ndarray
-    coef_ : ndarray (n_classes, n_topics)
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (n_classes, n_topics)
         eta used by `predict`: the refitted one (``refit_C``), or the
         loop's one if ``refit_C`` is None.
-    joint_coef_ : ndarray (n_classes, n_topics)
-        eta at the end of the alternating loop (the minimiser of (4)'s
-        SVM block at the final training codes).
-    objective_ : ndarray
-        Objective (4) after each outer iteration.
-    hinge_ : ndarray
+    joint_coef_ : ndarray of shape (n_classes, n_topics)
+        eta at the end of the alternating loop.
+    objective_ : ndarray of shape (n_iter_,)
+        Objective (4) after each outer iteration (never increases).
+    hinge_ : ndarray of shape (n_iter_,)
         The averaged hinge loss R_h after each outer iteration.
-    train_accuracy_ : ndarray
-        Training accuracy of the SVM on the training codes per iteration.
-    rejected_steps_ : ndarray of int
-        Per outer iteration, the number of training documents whose
-        supervised coding step the safeguard rejected (they kept their old
-        codes).
+    train_accuracy_ : ndarray of shape (n_iter_,)
+        Training accuracy of the loop's eta on the training codes per iteration.
+    rejected_steps_ : ndarray of int, shape (n_iter_,)
+        Per outer iteration, the training documents whose supervised coding
+        step the safeguard rejected (they kept their old codes).
     refit_train_accuracy_ : float or None
         Training accuracy of ``coef_`` on the label-free training codes
         (None if ``refit_C`` is None).
+
+    Examples
+    --------
+    >>> from stc import MedSTC
+    >>> from stc.datasets import load_newsgroups_split
+    >>> train, test = load_newsgroups_split()
+    >>> clf = MedSTC(n_topics=5, max_iter=3, random_state=0).fit(train.data, train.target)
+    >>> clf.predict(test.data[:3]).shape
+    (3,)
     """
 
-    def __init__(self, n_topics=20, *, C=30000.0, delta=3600.0, svm_tol=1e-3, svm_max_iter=1000,
+    _parameter_constraints = {
+        **STC._parameter_constraints,
+        "C": [Interval(numbers.Real, 0, None, closed="neither")],
+        "cost": [Interval(numbers.Real, 0, None, closed="neither")],
+        "svm_tol": [Interval(numbers.Real, 0, None, closed="neither")],
+        "svm_max_iter": [Interval(numbers.Integral, 1, None)],
+        "refit_C": [NoneValue(), Interval(numbers.Real, 0, None, closed="neither")],
+    }
+
+    def __init__(self, n_topics=20, *, C=30000.0, cost=3600.0, svm_tol=1e-3, svm_max_iter=1000,
                  refit_C=3e6, lambda_=30.0, gamma=None, rho=0.01, loss="poisson",
-                 theta_penalty="l2", code_penalty="l1", max_iter=20, tol=1e-4, inner_max_iter=50, inner_tol=1e-4,
-                 dictionary_max_iter=3, n_jobs=None, random_state=None, verbose=0):
+                 theta_penalty="l2", code_penalty="l1", max_iter=20, tol=1e-4,
+                 inner_max_iter=50, inner_tol=1e-4, dictionary_max_iter=3, n_jobs=None,
+                 random_state=None, verbose=0):
         super().__init__(n_topics=n_topics, lambda_=lambda_, gamma=gamma, rho=rho, loss=loss,
                          theta_penalty=theta_penalty, code_penalty=code_penalty,
                          max_iter=max_iter, tol=tol, inner_max_iter=inner_max_iter,
                          inner_tol=inner_tol, dictionary_max_iter=dictionary_max_iter,
                          n_jobs=n_jobs, random_state=random_state, verbose=verbose)
         self.C = C
-        self.delta = delta
+        self.cost = cost
         self.svm_tol = svm_tol
         self.svm_max_iter = svm_max_iter
         self.refit_C = refit_C
@@ -325,12 +330,9 @@ class MedSTC(ClassifierMixin, STC):
     def fit(self, X, y):
         """Learn topics, codes and the classifier from counts ``X`` and labels ``y``."""
         start = time.perf_counter()
-        loss = self._check_params()
-        check_number(self.C, "C", low=0, low_inclusive=False)
-        check_number(self.delta, "delta", low=0, low_inclusive=False)
-        if self.refit_C is not None:
-            check_number(self.refit_C, "refit_C", low=0, low_inclusive=False)
-        X = self._validate_X(X, reset=True, loss=loss)
+        problem = self._coding_problem()
+        X = self._validate_X(X, reset=True, loss=problem.loss)
+        check_training_corpus(X)
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError(f"y must be 1-D with one label per document ({X.shape[0]}), "
@@ -340,14 +342,16 @@ class MedSTC(ClassifierMixin, STC):
         if encoder.classes_.size < 2:
             raise ValueError("MedSTC needs at least 2 classes in y, got 1")
         y_index = encoder.transform(y)
-        supervisor = _MaxMarginSupervisor(self, loss, y_index)
-        self._fit(X, loss, supervisor=supervisor)
+        svm_step = SVMStep(self.C, self.cost, self.svm_tol, self.svm_max_iter, y_index)
+        coding_step = ShiftedMeanCodingStep(problem, svm_step, X.shape[0], self.n_jobs)
+        self._run(self._initial_state(X, problem.loss), problem, coding_step,
+                  extra_step=svm_step, describe=coding_step.describe)
         self.classes_ = encoder.classes_
-        self.joint_coef_ = supervisor.W
-        self.hinge_ = np.asarray(supervisor.hinge)
-        self.train_accuracy_ = np.asarray(supervisor.accuracy)
+        self.joint_coef_ = svm_step.coef
+        self.hinge_ = np.asarray(svm_step.hinge)
+        self.train_accuracy_ = np.asarray(svm_step.accuracy)
         # iteration 1 codes without labels (no classifier yet): nothing to reject
-        self.rejected_steps_ = np.asarray([0] + supervisor.reverted[:self.n_iter_ - 1])
+        self.rejected_steps_ = np.asarray([0] + coding_step.reverted[:self.n_iter_ - 1])
         self.coef_, self.refit_train_accuracy_ = self.joint_coef_, None
         if self.refit_C is not None:
             self.coef_, self.refit_train_accuracy_ = self._refit_classifier(X, y_index)
@@ -356,18 +360,13 @@ class MedSTC(ClassifierMixin, STC):
 
     def _refit_svm(self, C):
         """The (unfitted) SVM of the final step, with weight ``C`` (see ``refit_C``)."""
-        return CuttingPlaneSVM(C=C, cost=self.delta, tol=self.svm_tol, max_iter=self.svm_max_iter)
+        return CuttingPlaneSVM(C=C, cost=self.cost, tol=self.svm_tol, max_iter=self.svm_max_iter)
 
     def _refit_classifier(self, X, y_index):
         """eta refitted on the label-free codes of the training documents (``refit_C``)."""
-        start = time.perf_counter()
         theta = self.transform(X)
         svm = self._refit_svm(self.refit_C).fit(theta, y_index)
         accuracy = float(np.mean(np.argmax(theta @ svm.coef_.T, axis=1) == y_index))
-        if self.verbose:
-            print(f"refit eta on label-free training codes (C={self.refit_C:g}): train "
-                  f"accuracy {accuracy:.3f}, {svm.n_iter_} cutting-plane iterations, "
-                  f"time {time.perf_counter() - start:.1f}s")
         return svm.coef_, accuracy
 
     def decision_function(self, X):
@@ -376,6 +375,8 @@ class MedSTC(ClassifierMixin, STC):
         return self.transform(X) @ self.coef_.T
 
     def predict(self, X):
+        """Predicted labels: argmax_y eta_y . theta_d, with theta coded without labels."""
+        check_is_fitted(self, "coef_")
         return self.classes_[np.argmax(self.decision_function(X), axis=1)]
 
     def fit_transform(self, X, y=None):

@@ -107,6 +107,7 @@ __all__ = [
     "loss_augmented_predict",
     "multiclass_hinge",
     "primal_objective",
+    "sample_hinges",
 ]
 
 # The restricted QP is solved to a duality gap of _QP_REL_TOL * C * eps.
@@ -227,6 +228,12 @@ def loss_augmented_predict(W, X, y_index, cost):
     """
     W, X, y_index = _check_problem(W, X, y_index)
     return _oracle(W, X, y_index, float(cost))[0]
+
+
+def sample_hinges(W, X, y_index, cost):
+    """Per-row hinge ``max_y [Delta(y_d, y) + W_y.x_d - W_{y_d}.x_d]`` (>= 0), shape (n_samples,)."""
+    W, X, y_index = _check_problem(W, X, y_index)
+    return _oracle(W, X, y_index, float(cost))[1]
 
 
 def multiclass_hinge(W, X, y_index, cost, sample_weight=None):

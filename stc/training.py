@@ -1,0 +1,196 @@
+"""The alternating minimisation shared by every estimator (paper Sec. 2.3 and 3).
+
+`alternate` runs the outer loop: per iteration a coding step (all documents,
+topics fixed), a dictionary step (topics, codes fixed), optionally an extra
+step (MedSTC's SVM), then a stopping rule. It knows nothing of the steps'
+insides: STC passes `CodingStep` and `DictionaryStep`; MedSTC passes its own
+coding step (the shifted mean, the safeguard and the back-off) and its SVM
+step. Each step returns its part of the objective, so the loop records the
+objective ((2) for STC, (4) for MedSTC) without recomputing it.
+"""
+import math
+import signal
+import sys
+import threading
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from stc.coding import code_documents
+from stc.dictionary import CorpusLayout, update_dictionary
+
+
+class FitInterruptedWarning(UserWarning):
+    """A fit was interrupted (Ctrl-C); the model holds what it learned so far."""
+
+
+@dataclass
+class TrainingState:
+    """What the steps of the outer loop read and update."""
+
+    X: object              # CSR counts, validated
+    layout: CorpusLayout   # X's entries grouped by term (dictionary step)
+    beta: np.ndarray       # topics (K, N), rows on the simplex
+    codes: np.ndarray      # word codes (nnz, K)
+    theta: np.ndarray      # document codes (D, K)
+    capped_documents: int = 0  # documents whose last coding call hit its sweep cap
+
+
+class CodingStep:
+    """STC's coding step: every document coded by the kernel, warm-started.
+
+    Returns the penalty part of objective (2) (its value minus the loss) and
+    the means the dictionary step starts from.
+    """
+
+    def __init__(self, problem, n_jobs=None):
+        self.problem, self.n_jobs = problem, n_jobs
+
+    def __call__(self, state, iteration):
+        result = code_documents(self.problem, state.X, state.beta, state.codes, state.theta,
+                                n_jobs=self.n_jobs)
+        state.capped_documents = count_capped(result, self.problem)
+        return float(np.sum(result.objective) - np.sum(result.loss)), result.means
+
+
+def count_capped(result, problem):
+    """Documents whose coding stopped at the sweep cap before meeting the tolerance."""
+    return int(np.count_nonzero(result.n_iter >= problem.max_iter)) if problem.max_iter else 0
+
+
+class DictionaryStep:
+    """The dictionary step: topics on the simplex, codes fixed; returns the loss part."""
+
+    def __init__(self, loss, max_iter, n_jobs=None):
+        self.loss, self.max_iter, self.n_jobs = loss, max_iter, n_jobs
+
+    def __call__(self, state, means):
+        state.beta, reconstruction, _ = update_dictionary(
+            self.loss, state.layout, state.codes, state.beta, max_iter=self.max_iter,
+            n_jobs=self.n_jobs, means=means)
+        return reconstruction
+
+
+def relative_decrease_below(tol):
+    """Stopping rule: the last relative decrease of the objective is at most ``tol``."""
+    def converged(objective):
+        return len(objective) > 1 and objective[-2] - objective[-1] <= tol * abs(objective[-1])
+    return converged
+
+
+def alternate(state, *, coding_step, dictionary_step, extra_step=None, converged, max_iter,
+              progress=None):
+    """Alternate the steps until ``converged(objective)`` or ``max_iter`` iterations.
+
+    ``coding_step(state, iteration)`` returns (objective terms besides the
+    loss, means); ``dictionary_step(state, means)`` the loss after it;
+    ``extra_step(state, iteration)``, if given, the terms it adds. A Ctrl-C
+    (SIGINT, when fitting in the main thread) ends the loop after the current
+    iteration. ``progress(iteration, objective, state)`` is called after
+    every iteration. Returns (objective per iteration, converged, interrupted).
+    """
+    objective = []
+    done = False
+    with _StopRequest() as stop:
+        for iteration in range(1, max_iter + 1):
+            others, means = coding_step(state, iteration)
+            value = dictionary_step(state, means) + others
+            if extra_step is not None:
+                value += extra_step(state, iteration)
+            objective.append(value)
+            done = converged(objective)
+            if progress is not None:
+                progress(iteration, objective, state)
+            if done or stop.requested:
+                break
+    return objective, done, stop.requested
+
+
+class _StopRequest:
+    """Turns SIGINT into a request to stop after the current iteration (main thread only).
+
+    A second Ctrl-C raises KeyboardInterrupt at once, as usual.
+    """
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+
+    def _handle(self, signum, frame):
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print("stc: interrupt received; stopping after this iteration (Ctrl-C again to abort)",
+              file=sys.stderr, flush=True)
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            try:
+                self._previous = signal.signal(signal.SIGINT, self._handle)
+            except ValueError:  # e.g. an embedded interpreter that owns the signals
+                self._previous = None
+        return self
+
+    def __exit__(self, *exc):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+        return False
+
+
+def remaining_iterations(objective, tol, max_iter):
+    """Estimated outer iterations left: from the geometric decay of the relative decrease.
+
+    None until two decreases are known; never more than ``max_iter`` allows.
+    """
+    left = max_iter - len(objective)
+    if len(objective) < 3 or left <= 0:
+        return None if left > 0 else 0
+    drops = [(objective[i - 1] - objective[i]) / max(abs(objective[i]), 1e-300)
+             for i in (-2, -1)]
+    if not (drops[1] > 0 and drops[0] > drops[1]):
+        return left
+    if drops[1] <= tol:
+        return 0
+    rate = drops[1] / drops[0]
+    return min(left, math.ceil(math.log(tol / drops[1]) / math.log(rate)))
+
+
+class ProgressPrinter:
+    """One line per outer iteration on stderr: objective, sparsity, elapsed and time left."""
+
+    def __init__(self, tol, max_iter, stream=None, describe=None):
+        self.tol, self.max_iter = tol, max_iter
+        self.stream = sys.stderr if stream is None else stream
+        self.describe = describe  # optional callable(iteration) -> extra text (MedSTC)
+        self.start = time.perf_counter()
+
+    def __call__(self, iteration, objective, state):
+        elapsed = time.perf_counter() - self.start
+        left = remaining_iterations(objective, self.tol, self.max_iter)
+        eta = "?" if left is None else f"{left * elapsed / iteration:.0f}s"
+        extra = self.describe(iteration) if self.describe is not None else ""
+        print(f"iter {iteration:3d}/{self.max_iter}  objective {objective[-1]:.6e}  "
+              f"word-code zeros {float(np.mean(state.codes == 0)):.3f}  "
+              f"doc-code zeros {float(np.mean(state.theta == 0)):.3f}{extra}  "
+              f"elapsed {elapsed:.1f}s  left ~{eta}", file=self.stream, flush=True)
+
+
+def warn_if_unfinished(estimator, converged, interrupted, capped_documents):
+    """ConvergenceWarning / FitInterruptedWarning at the end of a fit, as the case may be."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    name = type(estimator).__name__
+    if interrupted:
+        warnings.warn(f"{name} fit interrupted after {estimator.n_iter_} iterations; the model "
+                      "holds the topics learned so far", FitInterruptedWarning, stacklevel=3)
+    elif not converged:
+        warnings.warn(f"{name} stopped at max_iter={estimator.max_iter} before the relative "
+                      f"objective decrease fell under tol={estimator.tol}; raise max_iter or tol",
+                      ConvergenceWarning, stacklevel=3)
+    if capped_documents:
+        warnings.warn(f"{capped_documents} documents stopped at inner_max_iter="
+                      f"{estimator.inner_max_iter} coding sweeps before meeting inner_tol="
+                      f"{estimator.inner_tol}; raise inner_max_iter or inner_tol",
+                      ConvergenceWarning, stacklevel=3)

@@ -1,0 +1,38 @@
+"""Shared fixtures: the embedded corpus and a pure-Python Poisson loss."""
+import numpy as np
+import pytest
+
+from stc.datasets import load_newsgroups_split
+from stc.losses import PythonLoss
+
+
+class NumpyPoisson(PythonLoss):
+    """The Poisson deviance written with numpy: runs the numpy coding sweep."""
+
+    name = "numpy-poisson"
+    mean_domain = (0.0, np.inf)
+
+    def loss(self, y, mean):
+        y, mean = np.broadcast_arrays(np.asarray(y, float), np.asarray(mean, float))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            value = mean - y + np.where(y > 0, y * np.log(np.where(y > 0, y, 1.0) / mean), 0.0)
+        return np.where(mean > 0, value, np.inf)
+
+    def gradient(self, y, mean):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return 1.0 - np.asarray(y, float) / np.asarray(mean, float)
+
+    def hessian(self, y, mean):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return np.asarray(y, float) / np.asarray(mean, float) ** 2
+
+
+@pytest.fixture(scope="session")
+def newsgroups():
+    """The embedded corpus as (train, test) bunches."""
+    return load_newsgroups_split()
+
+
+@pytest.fixture
+def numpy_poisson():
+    return NumpyPoisson()

@@ -1,0 +1,97 @@
+"""Pinned results of small fits: refactors and speed-ups must leave them bit-identical.
+
+The values were produced by the code before the loop/kernel refactor (issue 8) and are
+compared exactly (float.hex). Change a pin only for a deliberate numerical change, and
+say in the commit which change moved which value and by how much.
+"""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from stc import STC, MedSTC
+
+PINS = {'medstc_default': {'beta_sum': '0x1.0ff5b9ab35901p+16',
+                    'coef_sum': '0x1.b9e2feb62da94p+15',
+                    'objective': ['0x1.9f9f4b4f9ff4ep+26',
+                                  '0x1.514bd2b89e6bap+26',
+                                  '0x1.d2495df9a53bap+25',
+                                  '0x1.0d3ee16b48b9fp+25',
+                                  '0x1.917db12f9db38p+24'],
+                    'theta_sum': '0x1.d17b19fab4d7ap+12'},
+ 'medstc_l1': {'beta_sum': '0x1.bc4fc6c887ce5p+15',
+               'coef_sum': '-0x1.50d958ecd4410p+7',
+               'objective': ['0x1.0e0a9fb7ae014p+25',
+                             '0x1.c1fac0c2fcbbep+23',
+                             '0x1.d8631817a1d7ap+22',
+                             '0x1.0e29a80f19878p+22'],
+               'theta_sum': '0x1.10a330872bacbp+18'},
+ 'stc_bernoulli_l2codes': {'beta_sum': '0x1.aee045cbcca79p+13',
+                           'objective': ['0x1.1b0e76cd3c025p+15',
+                                         '0x1.129d1d7717bccp+15',
+                                         '0x1.09c5395ed20f7p+15'],
+                           'theta_sum': '0x1.0e3e50eac487bp+11'},
+ 'stc_gaussian_l1': {'beta_sum': '0x1.0000000000000p+3',
+                     'objective': ['0x1.d7502bcc65cabp+12',
+                                   '0x1.cd31fbf42f2cfp+12',
+                                   '0x1.cd30acc3b69dep+12'],
+                     'theta_sum': '0x1.2336533333333p+7'},
+ 'stc_poisson_l2': {'beta_sum': '0x1.2aedf876f1096p+16',
+                    'objective': ['0x1.ecaf1a6bab314p+19',
+                                  '0x1.e2f1a44b45245p+19',
+                                  '0x1.d92ba748f2e29p+19',
+                                  '0x1.d326c30a73833p+19',
+                                  '0x1.cfa4a80fca729p+19',
+                                  '0x1.cd7db8044ddb7p+19'],
+                    'theta_sum': '0x1.063eda0ae2c70p+17'},
+ 'stc_python_loss': {'beta_sum': '0x1.8823923da0f48p+13',
+                     'objective': ['0x1.11c9e3454ac68p+15',
+                                   '0x1.030b7b4dccf62p+15',
+                                   '0x1.e5e2bc87e3f3bp+14'],
+                     'theta_sum': '0x1.3a85d38be6910p+12'}}
+
+
+def weighted_sum(a):
+    """A fingerprint of an array that moves with any entry (position weights)."""
+    weights = 1 + np.arange(a.size, dtype=np.float64).reshape(a.shape)
+    return float(np.sum(a * weights))
+
+
+def beta_fingerprint(beta):
+    return float(np.sum(beta * np.arange(beta.size).reshape(beta.shape) % 7))
+
+
+def theta_fingerprint(theta):
+    return float(np.sum(theta * (1 + np.arange(theta.shape[1]))))
+
+
+def cases(train, test, numpy_poisson):
+    X, y = train.data, train.target
+    Xs = X[:120]
+    binary = sp.csr_matrix(Xs.sign())
+    return {
+        "stc_poisson_l2": (STC(n_topics=6, max_iter=6, random_state=0, n_jobs=2), X, None, test.data),
+        "stc_gaussian_l1": (STC(n_topics=4, max_iter=4, random_state=1, loss="gaussian",
+                                theta_penalty="l1", lambda_=0.5, rho=0.05), Xs, None, Xs),
+        "stc_bernoulli_l2codes": (STC(n_topics=3, max_iter=3, random_state=2, loss="bernoulli",
+                                      code_penalty="l2"), binary, None, binary),
+        "stc_python_loss": (STC(n_topics=3, max_iter=3, random_state=3, loss=numpy_poisson),
+                            Xs, None, Xs),
+        "medstc_default": (MedSTC(n_topics=5, max_iter=5, random_state=0, n_jobs=2), X, y,
+                           test.data),
+        "medstc_l1": (MedSTC(n_topics=4, max_iter=4, random_state=0, theta_penalty="l1", C=1e4,
+                             lambda_=0.1, refit_C=None), X, y, test.data),
+    }
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("name", sorted(PINS))
+def test_fit_is_bit_identical_to_the_pinned_run(name, newsgroups, numpy_poisson):
+    train, test = newsgroups
+    model, X, y, X_test = cases(train, test, numpy_poisson)[name]
+    model.fit(X) if y is None else model.fit(X, y)
+    pin = PINS[name]
+    assert [v.hex() for v in map(float, model.objective_)] == pin["objective"]
+    assert beta_fingerprint(model.components_).hex() == pin["beta_sum"]
+    assert theta_fingerprint(model.transform(X_test)).hex() == pin["theta_sum"]
+    if y is not None:
+        assert weighted_sum(model.coef_).hex() == pin["coef_sum"]

@@ -184,13 +184,13 @@ def warn_if_unfinished(estimator, converged, interrupted, capped_documents):
     name = type(estimator).__name__
     if interrupted:
         warnings.warn(f"{name} fit interrupted after {estimator.n_iter_} iterations; the model "
-                      "holds the topics learned so far", FitInterruptedWarning, stacklevel=3)
+                      "holds the topics learned so far", FitInterruptedWarning, stacklevel=4)
     elif not converged:
         warnings.warn(f"{name} stopped at max_iter={estimator.max_iter} before the relative "
                       f"objective decrease fell under tol={estimator.tol}; raise max_iter or tol",
-                      ConvergenceWarning, stacklevel=3)
+                      ConvergenceWarning, stacklevel=4)
     if capped_documents:
         warnings.warn(f"{capped_documents} documents stopped at inner_max_iter="
                       f"{estimator.inner_max_iter} coding sweeps before meeting inner_tol="
                       f"{estimator.inner_tol}; raise inner_max_iter or inner_tol",
-                      ConvergenceWarning, stacklevel=3)
+                      ConvergenceWarning, stacklevel=4)

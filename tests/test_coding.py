@@ -14,11 +14,13 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
 
 from stc._core._coding import theta_from_codes
-from stc._core.numpy_coding import theta_closed_form
-from stc.coding import PENALTIES, initial_codes, sparse_code
+from stc._core.numpy_coding import common_start_value
+from stc._core.numpy_coding import theta_update as theta_closed_form
+from stc.coding import (CodingProblem, code_documents, code_new_documents, initial_codes,
+                        stc_objective)
 from stc.losses import BernoulliLoss, GaussianLoss, PoissonLoss, PythonLoss
 
-from numpy_losses import NumpyPoisson
+from conftest import NumpyPoisson
 
 L1, L2 = 0, 1
 PENALTY_CODES = {"l1": L1, "l2": L2}
@@ -143,16 +145,30 @@ class Delegate(PythonLoss):
         return self.compiled.solve_coordinate(y, b, mean_rest, quad, lin, x_start)
 
 
-# None: sparse_code's default (theta_k moved with its word codes by block Newton
+# None: the problem's default (theta_k moved with its word codes by block Newton
 # steps); 0: the paper's plain alternation of word-code and document-code steps
 NEWTON_MODES = [None, 0]
 
 
+def problem_of(loss, lam, gamma, rho, theta_penalty, code_penalty, max_iter=50, tol=1e-4,
+               newton_steps=None):
+    extra = {} if newton_steps is None else {"newton_steps": newton_steps}
+    return CodingProblem(loss, lam, gamma, rho, theta_penalty, code_penalty, max_iter, tol,
+                         **extra)
+
+
+def code_result(loss, X, beta, codes, theta, newton_steps=None, *, theta_linear=None,
+                active=None, n_jobs=None, **params):
+    """`code_documents` (warm start) on the problem given by loose parameters."""
+    return code_documents(problem_of(loss, newton_steps=newton_steps, **params), X, beta, codes,
+                          theta, theta_linear=theta_linear, active=active, n_jobs=n_jobs)
+
+
 def code(loss, X, beta, codes, theta, newton_steps=None, **params):
-    """sparse_code, passing newton_steps only when given."""
-    if newton_steps is not None:
-        params["newton_steps"] = newton_steps
-    return sparse_code(loss, X, beta, codes, theta, **params)
+    """Warm-start coding; returns (objective, loss part, sweeps, means) per document."""
+    result = code_result(loss, X, beta, codes, theta, newton_steps, **params)
+    return result.objective, result.loss, result.n_iter, result.means
+
 
 
 LOSSES = {"poisson": PoissonLoss(), "gaussian": GaussianLoss(), "bernoulli": BernoulliLoss()}
@@ -471,7 +487,7 @@ def test_results_do_not_depend_on_thread_count(loss_name):
     results = []
     for n_jobs in (1, 2, -1, None):
         codes, theta = start_values(X, K, loss_name)
-        out = sparse_code(LOSSES[loss_name], X, beta, codes, theta, n_jobs=n_jobs, **params)
+        out = code(LOSSES[loss_name], X, beta, codes, theta, n_jobs=n_jobs, **params)
         results.append((codes, theta) + tuple(out))
     for other in results[1:]:
         for a, b in zip(results[0], other):
@@ -522,7 +538,7 @@ def test_corpus_without_any_word(loss):
     X.indptr = X.indptr.astype(np.intc)
     codes, theta = initial_codes(X, 3)
     assert codes.shape == (0, 3)
-    objective, recon, n_iter, means = sparse_code(
+    objective, recon, n_iter, means = code(
         loss, X, np.full((3, 7), 1 / 7), codes, theta, lam=0.1, gamma=0.1, rho=0.1,
         theta_penalty="l2", code_penalty="l1", max_iter=5, tol=0.0)
     assert np.all(objective == 0) and np.all(recon == 0) and np.all(n_iter == 0)
@@ -555,6 +571,26 @@ def test_returned_objective_is_objective_2(loss, theta_penalty, code_penalty, wi
                                rtol=1e-12, atol=1e-15)
 
 
+@pytest.mark.parametrize("loss", [PoissonLoss(), GaussianLoss(), NumpyPoisson()],
+                         ids=lambda loss: type(loss).__name__)
+@pytest.mark.parametrize("theta_penalty,code_penalty", PENALTY_PAIRS)
+def test_stc_objective_is_objective_2_at_any_codes(loss, theta_penalty, code_penalty):
+    """The corpus objective (2) at arbitrary (not coded) codes, against the loop above."""
+    name = "poisson" if isinstance(loss, NumpyPoisson) else loss.name
+    X = random_corpus(53, n_docs=9, n_features=15, kind=data_kind(name), empty=(3,))
+    K = 3
+    beta = random_dictionary(53, K, X.shape[1])
+    rng = np.random.default_rng(53)
+    codes = rng.uniform(0.0, 2.0, (X.nnz, K)) * (rng.random((X.nnz, K)) < 0.7)
+    theta = rng.uniform(0.0, 2.0, (X.shape[0], K))
+    params = dict(lam=0.25, gamma=0.35, rho=0.07, theta_penalty=theta_penalty,
+                  code_penalty=code_penalty)
+    expected, _ = document_objectives(loss, X, beta, codes, theta, **params)
+    expected[3] = 0.0  # an empty document has no codes: its theta is not part of (2)
+    value = stc_objective(problem_of(loss, **params), X, beta, codes, theta)
+    assert value == pytest.approx(float(np.sum(expected)), rel=1e-12)
+
+
 def test_returned_objective_is_exact_on_an_unbounded_problem():
     """l1 on theta and a linear term far above lam + rho |I_d| + sum_n beta_kn: the
     coding problem is unbounded below and theta runs off; the returned objective,
@@ -567,7 +603,7 @@ def test_returned_objective_is_exact_on_an_unbounded_problem():
     linear[:, 0] = 1e4
     linear[:, 1] = -1e4
     params = dict(lam=0.1, gamma=0.1, rho=0.01, theta_penalty="l1", code_penalty="l1")
-    objective, recon, _, means = sparse_code(PoissonLoss(), X, beta, codes, theta,
+    objective, recon, _, means = code(PoissonLoss(), X, beta, codes, theta,
                                              max_iter=8, tol=0, theta_linear=linear, **params)
     assert theta[:, 0].min() > 1e3  # far from any bounded minimiser
     expected, expected_loss = document_objectives(PoissonLoss(), X, beta, codes, theta,
@@ -585,7 +621,7 @@ def test_bernoulli_coding_keeps_means_inside_the_domain():
     beta = np.random.default_rng(0).dirichlet(np.ones(40), 5)
     codes, theta = initial_codes(X, 5, 0.3)
     loss = BernoulliLoss()
-    objective, _, _, means = sparse_code(loss, X, beta, codes, theta, lam=0.1, gamma=0.1,
+    objective, _, _, means = code(loss, X, beta, codes, theta, lam=0.1, gamma=0.1,
                                          rho=0.01, theta_penalty="l1", code_penalty="l1",
                                          max_iter=50, tol=1e-4)
     assert np.all(np.isfinite(objective))  # holds
@@ -601,29 +637,35 @@ def test_bernoulli_coding_keeps_means_inside_the_domain():
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("loss", [PoissonLoss(), BernoulliLoss(), NumpyPoisson()],
                          ids=lambda loss: type(loss).__name__)
-def test_coding_without_word_codes_matches_coding_with_them(loss):
-    """codes=None starts every code at start_value and returns the same theta and objective."""
+def test_new_documents_are_coded_alike_with_and_without_word_codes(loss):
+    """Cold start: the same theta and objective whether the word codes are kept or not,
+    and the same as a warm start from every document's common start value."""
     kind = "proportions" if isinstance(loss, BernoulliLoss) else "counts"
     X = random_corpus(41, n_docs=25, n_features=30, density=0.3, kind=kind, empty=(4, 11))
-    K, start = 4, (0.3 if isinstance(loss, BernoulliLoss) else 1.0)
+    K = 4
     beta = random_dictionary(41, K, X.shape[1])
-    params = dict(lam=0.2, gamma=0.3, rho=0.05, theta_penalty="l2", code_penalty="l1",
-                  max_iter=30, tol=1e-8)
-    codes, theta = initial_codes(X, K, start)
-    obj_a, loss_a, it_a, means_a = sparse_code(loss, X, beta, codes, theta, **params)
-    theta_b = np.full((X.shape[0], K), np.nan)  # every entry must be overwritten
-    obj_b, loss_b, it_b, means_b = sparse_code(loss, X, beta, None, theta_b, start_value=start,
-                                               **params)
-    np.testing.assert_array_equal(it_a, it_b)
-    np.testing.assert_array_equal(theta, theta_b)
-    np.testing.assert_array_equal(obj_a, obj_b)
-    np.testing.assert_array_equal(loss_a, loss_b)
-    np.testing.assert_array_equal(means_a, means_b)
-    assert np.all(theta[[4, 11]] == 0) and np.all(it_a[[4, 11]] == 0)
-    assert it_a.max() > 1  # the documents were actually coded, not just started
+    problem = problem_of(loss, 0.2, 0.3, 0.05, "l2", "l1", max_iter=30, tol=1e-8)
+    theta_a, codes_a, out_a = code_new_documents(problem, X, beta, keep_word_codes=True)
+    theta_b, codes_b, out_b = code_new_documents(problem, X, beta)
+    assert codes_b is None and codes_a.shape == (X.nnz, K)
+    starts = common_start_value(loss, X, beta, None, problem.params)
+    codes_c, theta_c = initial_codes(X, K)
+    codes_c *= np.repeat(starts, np.diff(X.indptr))[:, None]
+    theta_c *= starts[:, None]
+    out_c = code_documents(problem, X, beta, codes_c, theta_c)
+    for theta, out in ((theta_b, out_b), (theta_c, out_c)):
+        np.testing.assert_array_equal(out_a.n_iter, out.n_iter)
+        np.testing.assert_array_equal(theta_a, theta)
+        np.testing.assert_array_equal(out_a.objective, out.objective)
+        np.testing.assert_array_equal(out_a.loss, out.loss)
+        np.testing.assert_array_equal(out_a.means, out.means)
+    np.testing.assert_array_equal(codes_a, codes_c)
+    assert np.all(theta_a[[4, 11]] == 0) and np.all(out_a.n_iter[[4, 11]] == 0)
+    assert out_a.n_iter.max() > 1  # the documents were actually coded, not just started
 
 
-def test_update_counter_counts_word_code_updates():
+@pytest.mark.parametrize("loss", [PoissonLoss(), NumpyPoisson()], ids=["compiled", "numpy"])
+def test_passes_count_word_code_updates(loss):
     """Plain alternation: one pass per topic per sweep; block Newton: at least that many."""
     X = random_corpus(43, n_docs=20, n_features=30, density=0.3, empty=(2,))
     K = 3
@@ -633,34 +675,25 @@ def test_update_counter_counts_word_code_updates():
     words = np.diff(X.indptr)
     for newton_steps in (0, None):
         codes, theta = initial_codes(X, K)
-        made = np.full(X.shape[0], -1, dtype=np.int64)
-        _, _, n_iter, _ = code(PoissonLoss(), X, beta, codes, theta, newton_steps,
-                               updates=made, **params)
-        plain = K * words * n_iter
+        result = code_result(loss, X, beta, codes, theta, newton_steps, **params)
+        made = result.word_code_updates(X)
+        plain = K * words * result.n_iter
         if newton_steps == 0:
             np.testing.assert_array_equal(made, plain)
         else:
             assert np.all(made >= plain) and np.any(made > plain)
         assert made[2] == 0
-    with pytest.raises(ValueError, match="one entry per document"):
-        sparse_code(PoissonLoss(), X, beta, codes, theta, updates=np.zeros(3, dtype=np.int64),
-                    **params)
-    with pytest.raises(ValueError, match="compiled loss"):
-        sparse_code(NumpyPoisson(), X, beta, codes, theta,
-                    updates=np.zeros(X.shape[0], dtype=np.int64), **params)
 
 
 @pytest.mark.parametrize("loss_name", sorted(LOSSES))
 @pytest.mark.parametrize("theta_penalty,code_penalty", [("l2", "l1"), ("l1", "l2")])
 def test_auto_start_is_the_best_common_value(loss_name, theta_penalty, code_penalty):
-    """start_value="auto": each document starts at argmin_c of its objective with all codes = c.
+    """A new document starts at argmin_c of its objective with all codes = c.
 
     Checked against scipy's bounded scalar minimiser, on the compiled kernel
     (max_iter=0 returns the start) and on its numpy twin.
     """
     from scipy.optimize import minimize_scalar
-
-    from stc._core.numpy_coding import common_start_values
 
     X = random_corpus(44, n_docs=12, n_features=25, density=0.3, kind=data_kind(loss_name),
                       empty=(5,))
@@ -668,12 +701,9 @@ def test_auto_start_is_the_best_common_value(loss_name, theta_penalty, code_pena
     beta = random_dictionary(44, K, X.shape[1])
     loss = LOSSES[loss_name]
     lam, rho = 3.0, 0.05
-    theta = np.full((X.shape[0], K), np.nan)
-    sparse_code(loss, X, beta, None, theta, lam=lam, gamma=lam, rho=rho,
-                theta_penalty=theta_penalty, code_penalty=code_penalty, max_iter=0, tol=0.0,
-                start_value="auto")
-    twin = common_start_values(loss, X, beta, None, lam, rho, PENALTIES[theta_penalty],
-                               PENALTIES[code_penalty])
+    problem = problem_of(loss, lam, lam, rho, theta_penalty, code_penalty, max_iter=0, tol=0.0)
+    theta = code_new_documents(problem, X, beta)[0]  # max_iter=0: the start itself
+    twin = common_start_value(loss, X, beta, None, problem.params)
     sums = beta.sum(axis=0)
     upper = loss.mean_domain[1]
     for d in range(X.shape[0]):
@@ -713,11 +743,11 @@ def test_inactive_documents_are_left_as_they_are(loss):
     active = rng.random(X.shape[0]) < 0.5
     active[[0, 5]] = False, True
     c_all, t_all = codes.copy(), theta.copy()
-    obj_all, loss_all, it_all, means_all = sparse_code(loss, X, beta, c_all, t_all, **params)
+    obj_all, loss_all, it_all, means_all = code(loss, X, beta, c_all, t_all, **params)
     c, t = codes.copy(), theta.copy()
-    start = np.empty((X.shape[0], 2))
-    obj, loss_part, it, means = sparse_code(loss, X, beta, c, t, active=active,
-                                            start_values=start, **params)
+    result = code_result(loss, X, beta, c, t, active=active, **params)
+    obj, loss_part, it, means = result.objective, result.loss, result.n_iter, result.means
+    start = np.column_stack([result.start_objective, result.start_loss])
     entries = np.repeat(active, np.diff(X.indptr))
     # inactive: nothing moves, the objective is the one at the current codes
     np.testing.assert_array_equal(c[~entries], codes[~entries])
@@ -726,7 +756,7 @@ def test_inactive_documents_are_left_as_they_are(loss):
     np.testing.assert_array_equal(obj[~active], start[~active, 0])
     np.testing.assert_array_equal(loss_part[~active], start[~active, 1])
     c0, t0 = codes.copy(), theta.copy()
-    ref_obj, ref_loss, _, ref_means = sparse_code(loss, X, beta, c0, t0, **dict(params, max_iter=0))
+    ref_obj, ref_loss, _, ref_means = code(loss, X, beta, c0, t0, **dict(params, max_iter=0))
     np.testing.assert_allclose(obj[~active], ref_obj[~active], rtol=1e-13)
     np.testing.assert_allclose(means[~entries], (codes * beta.T[X.indices]).sum(1)[~entries],
                                rtol=1e-12)
@@ -745,6 +775,6 @@ def test_active_is_validated():
                   max_iter=5, tol=1e-8)
     codes, theta = initial_codes(X, 2, 1.0)
     with pytest.raises(ValueError, match="active must be a boolean array"):
-        sparse_code(PoissonLoss(), X, beta, codes, theta, active=np.ones(5, bool), **params)
-    with pytest.raises(ValueError, match="active needs a warm start"):
-        sparse_code(PoissonLoss(), X, beta, None, theta, active=np.ones(6, bool), **params)
+        code(PoissonLoss(), X, beta, codes, theta, active=np.ones(5, bool), **params)
+    with pytest.raises(ValueError, match="active must be a boolean array"):
+        code(PoissonLoss(), X, beta, codes, theta, active=np.ones(6, int), **params)

@@ -2,12 +2,28 @@
 import numpy as np
 import pytest
 
-from stc._core.numpy_coding import theta_closed_form
-from stc.coding import initial_codes, sparse_code
+import scipy.sparse as sp
+
+from stc._core.numpy_coding import theta_update
+from stc._stc import initial_dictionary
+from stc.coding import CodingProblem, code_documents, initial_codes
 from stc.datasets import load_newsgroups_split
+from stc.dictionary import CorpusLayout
+from stc.losses import PoissonLoss
 from stc.supervised import MedSTC
-from stc.supervised.medstc import shift_for_labels
-from stc import STC
+from stc.supervised.medstc import (ShiftedMeanCodingStep, SVMStep, medstc_objective,
+                                   shifted_mean_term)
+from stc.supervised.svm import primal_objective
+from stc.training import TrainingState
+
+
+def as_csr(X):
+    """CSR with sorted int32 indices, as the estimators pass it to the kernels."""
+    X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+    X.sort_indices()
+    X.indices = X.indices.astype(np.intc)
+    X.indptr = X.indptr.astype(np.intc)
+    return X
 
 
 @pytest.fixture(scope="module")
@@ -52,17 +68,16 @@ def test_shift_enters_theta_closed_form_through_the_kernel(corpus):
     X, y, _, _ = corpus
     model = MedSTC(n_topics=5, max_iter=2, random_state=0).fit(X, y)
     beta = model.components_
-    Xv = model._validate_X(X, reset=False)
+    Xv = as_csr(X)
     codes, theta = initial_codes(Xv, 5)
-    shift = shift_for_labels(model.coef_, theta, y, model.C, model.delta)
+    shift = shifted_mean_term(model.coef_, theta, y, model.C, model.cost)
     for penalty in ("l1", "l2"):
         c, t = codes.copy(), theta.copy()
-        sparse_code(model._loss, Xv, beta, c, t, lam=0.1, gamma=0.1, rho=0.01,
-                    theta_penalty=penalty, code_penalty="l1", max_iter=3, tol=0,
-                    theta_linear=shift)
+        problem = CodingProblem(PoissonLoss(), 0.1, 0.1, 0.01, penalty, "l1", max_iter=3, tol=0)
+        code_documents(problem, Xv, beta, c, t, theta_linear=shift)
         lengths = np.diff(Xv.indptr)
         mean_code = np.add.reduceat(c, Xv.indptr[:-1])[lengths > 0] / lengths[lengths > 0, None]
-        expected = theta_closed_form(mean_code, shift[lengths > 0], lengths[lengths > 0, None],
+        expected = theta_update(mean_code, shift[lengths > 0], lengths[lengths > 0, None],
                                      0.1, 0.1, 0 if penalty == "l1" else 1)
         np.testing.assert_allclose(t[lengths > 0], expected, rtol=1e-12, atol=1e-12)
 
@@ -79,14 +94,12 @@ def test_bad_labels_are_refused(corpus):
 
 def test_segment_objectives_match_the_objective_at_formed_codes(corpus):
     """The safeguard's compiled evaluation at old + t (new - old) equals objective (2) there."""
-    from stc._core._coding import move_along_segments, segment_objectives
-    from stc._core.numpy_coding import document_objectives
-    from stc.losses import PoissonLoss
+    from stc._core._coding import move_along_segments
+    from stc._core.numpy_coding import document_objective
+    from stc.coding import segment_objectives
 
     X, _, _, _ = corpus
-    Xv = STC(n_topics=4)._validate_X(X[:60], reset=True)
-    Xv.indices = Xv.indices.astype(np.intc)
-    Xv.indptr = Xv.indptr.astype(np.intc)
+    Xv = as_csr(X[:60])
     K = 4
     rng = np.random.default_rng(3)
     beta = rng.dirichlet(np.ones(Xv.shape[1]), K)
@@ -97,18 +110,17 @@ def test_segment_objectives_match_the_objective_at_formed_codes(corpus):
     rows = np.array([0, 5, 17, 59], dtype=np.intp)
     steps = np.array([0.0, 0.25, 0.5, 1.0])
     doc_of_entry = np.repeat(np.arange(Xv.shape[0]), np.diff(Xv.indptr))
-    for theta_pen, code_pen in ((0, 0), (1, 1), (1, 0)):
-        obj, recon = segment_objectives(PoissonLoss(), Xv.indptr, Xv.indices, Xv.data, beta_t,
-                                        old_codes, new_codes, old_theta, new_theta, rows, steps,
-                                        0.2, 0.3, 0.05, theta_pen, code_pen)
+    for theta_pen, code_pen in (("l1", "l1"), ("l2", "l2"), ("l2", "l1")):
+        problem = CodingProblem(PoissonLoss(), 0.2, 0.3, 0.05, theta_pen, code_pen)
+        obj, recon = segment_objectives(problem, Xv, beta, old_codes, new_codes, old_theta,
+                                        new_theta, rows, steps)
         t_entry = steps[np.searchsorted(rows, doc_of_entry)][:, None]
         codes = old_codes + t_entry * (new_codes - old_codes)
         theta = old_theta + steps[np.searchsorted(rows, np.arange(Xv.shape[0]))][:, None] * (
             new_theta - old_theta)
         means = np.sum(codes * beta.T[Xv.indices], axis=1)
-        expected, expected_recon = document_objectives(PoissonLoss(), Xv, doc_of_entry, means,
-                                                       codes, theta, None, 0.2, 0.3, 0.05,
-                                                       theta_pen, code_pen)
+        expected, expected_recon = document_objective(PoissonLoss(), Xv, doc_of_entry, means,
+                                                      codes, theta, None, problem.params)
         np.testing.assert_allclose(obj, expected[rows], rtol=1e-12)
         np.testing.assert_allclose(recon, expected_recon[rows], rtol=1e-12)
     codes, theta = new_codes.copy(), new_theta.copy()
@@ -133,7 +145,7 @@ def test_segment_objectives_match_the_objective_at_formed_codes(corpus):
 
 def test_objective_4_never_increases_with_a_pure_python_loss(corpus):
     """The safeguard's numpy path (pure-Python loss) keeps objective (4) monotone too."""
-    from numpy_losses import NumpyPoisson
+    from conftest import NumpyPoisson
 
     X, y, _, _ = corpus
     model = MedSTC(n_topics=4, C=10.0, max_iter=5, tol=0, random_state=0,
@@ -158,15 +170,15 @@ def test_refit_C_is_the_svm_on_label_free_training_codes(corpus):
     np.testing.assert_array_equal(refit.components_, joint.components_)
     np.testing.assert_array_equal(refit.objective_, joint.objective_)
     theta = joint.transform(X)
-    svm = CuttingPlaneSVM(C=1e5, cost=joint.delta, tol=joint.svm_tol,
+    svm = CuttingPlaneSVM(C=1e5, cost=joint.cost, tol=joint.svm_tol,
                           max_iter=joint.svm_max_iter).fit(theta, y)
     np.testing.assert_array_equal(refit.coef_, svm.coef_)
     assert refit.refit_train_accuracy_ == np.mean(refit.predict(X) == y)
     # coef_ solves the SVM on the label-free codes to the cutting-plane guarantee,
     # so the loop's eta cannot do better there
-    gap = 1.01 * 1e5 * joint.svm_tol * joint.delta
-    assert primal_objective(refit.coef_, theta, y, 1e5, joint.delta) <= \
-        primal_objective(refit.joint_coef_, theta, y, 1e5, joint.delta) + gap
+    gap = 1.01 * 1e5 * joint.svm_tol * joint.cost
+    assert primal_objective(refit.coef_, theta, y, 1e5, joint.cost) <= \
+        primal_objective(refit.joint_coef_, theta, y, 1e5, joint.cost) + gap
 
 
 @pytest.mark.parametrize("bad", [0.0, -1.0, np.inf, "big"])
@@ -178,48 +190,72 @@ def test_bad_refit_C_is_refused(corpus, bad):
 
 def test_rejected_documents_back_off_exponentially():
     """A document rejected r times in a row sits out min(2^(r-1), 8) iterations."""
-    from stc.supervised.medstc import _MaxMarginSupervisor
-
-    sup = _MaxMarginSupervisor(MedSTC(), loss=None, y_index=np.array([0, 1]))
+    step = ShiftedMeanCodingStep(problem=None, svm_step=None, n_docs=2)
     coded_at = []
     for iteration in range(2, 40):
-        active = sup.documents_to_code(iteration)
+        active = step.documents_to_code(iteration)
         if active[0]:
             coded_at.append(iteration)
-        sup._record_outcome(np.array([True, False]))  # doc 0 always rejected, doc 1 never
+        step._record_outcome(np.array([True, False]))  # doc 0 always rejected, doc 1 never
         assert active[1]
     gaps = np.diff(coded_at) - 1  # iterations sat out between two tries
     np.testing.assert_array_equal(gaps, [1, 2, 4, 8, 8, 8][:gaps.size])
     assert gaps.size >= 5
     # an accepted step resets the back-off
-    sup.documents_to_code(coded_at[-1] + 9)
-    sup._record_outcome(np.array([False, False]))
-    assert sup.documents_to_code(coded_at[-1] + 10)[0]
+    step.documents_to_code(coded_at[-1] + 9)
+    step._record_outcome(np.array([False, False]))
+    assert step.documents_to_code(coded_at[-1] + 10)[0]
 
 
-def test_backoff_leaves_skipped_documents_untouched(corpus, monkeypatch):
-    """With skipped documents the codes of a skipped document do not change that iteration."""
-    import stc._stc as stc_module
-
+def test_skipped_documents_are_left_untouched_by_the_coding_step(corpus):
+    """A document sitting out (back-off) keeps its codes; the others are coded with the
+    shifted mean, and the step's objective terms match objective (4) at the new codes."""
     X, y, _, _ = corpus
-    seen = []
-    original = stc_module.sparse_code
+    model = MedSTC(n_topics=4, max_iter=2, refit_C=None, random_state=0).fit(X, y)
+    Xv = as_csr(X)
+    problem = model._coding_problem()
+    svm_step = SVMStep(model.C, model.cost, model.svm_tol, model.svm_max_iter, y)
+    svm_step.coef = model.coef_.copy()
+    step = ShiftedMeanCodingStep(problem, svm_step, Xv.shape[0])
+    codes, theta = initial_codes(Xv, 4)
+    code_documents(problem, Xv, model.components_, codes, theta)  # label-free codes
+    state = TrainingState(Xv, CorpusLayout(Xv), model.components_.copy(), codes, theta)
+    before = (codes.copy(), theta.copy())
+    skipped = np.zeros(Xv.shape[0], dtype=bool)
+    skipped[::3] = True
+    step.next_try[skipped] = 10  # sit out until iteration 10
+    terms, means = step(state, 2)
+    assert step.skipped[-1] == skipped.sum()
+    entries = np.repeat(skipped, np.diff(Xv.indptr))
+    np.testing.assert_array_equal(codes[entries], before[0][entries])
+    np.testing.assert_array_equal(theta[skipped], before[1][skipped])
+    moved = np.any(theta != before[1], axis=1)
+    # coded documents move unless the safeguard rejected their step (old codes kept)
+    assert 0 < moved[~skipped].sum() == (~skipped).sum() - step.reverted[-1]
+    np.testing.assert_allclose(means, np.sum(codes * model.components_.T[Xv.indices], axis=1),
+                               rtol=1e-12)
+    # the terms besides the loss, plus the loss at the new codes and the SVM block,
+    # are objective (4) at the new codes
+    recon = float(np.sum(PoissonLoss().loss(Xv.data, means)))
+    objective_4 = medstc_objective(problem, Xv, model.components_, codes, theta, svm_step.coef,
+                                   y, model.C, model.cost)
+    svm_block = primal_objective(svm_step.coef, theta, y, model.C, model.cost)
+    assert terms + recon + svm_block == pytest.approx(objective_4, rel=1e-12)
 
-    def spy(loss, Xv, beta, codes, theta, **kw):
-        before = None if kw.get("active") is None else (codes.copy(), theta.copy())
-        result = original(loss, Xv, beta, codes, theta, **kw)
-        if before is not None and not kw["active"].all():
-            entries = np.repeat(~kw["active"], np.diff(Xv.indptr))
-            np.testing.assert_array_equal(codes[entries], before[0][entries])
-            np.testing.assert_array_equal(theta[~kw["active"]], before[1][~kw["active"]])
-            seen.append(int(np.sum(~kw["active"])))
-        return result
 
-    monkeypatch.setattr(stc_module, "sparse_code", spy)
-    model = MedSTC(n_topics=5, max_iter=10, tol=0, random_state=0).fit(X, y)
-    assert seen and max(seen) > 0  # documents were skipped
-    rises = np.diff(model.objective_) / np.abs(model.objective_[:-1])
-    assert np.all(rises <= 1e-9), rises
+def test_recorded_objective_is_objective_4(corpus):
+    """objective_ holds (4) at the fitted topics, codes and classifier of each iteration:
+    checked at the last one by recomputing it from scratch on a loop run to completion."""
+    X, y, _, _ = corpus
+    model = MedSTC(n_topics=4, max_iter=1, refit_C=None, random_state=0).fit(X, y)
+    # one iteration: codes from the all-ones start, no classifier in the coding step
+    Xv = as_csr(X)
+    problem = model._coding_problem()
+    codes, theta = initial_codes(Xv, 4)
+    code_documents(problem, Xv, initial_dictionary(Xv, 4, 0), codes, theta)
+    value = medstc_objective(problem, Xv, model.components_, codes, theta, model.joint_coef_,
+                             y, model.C, model.cost)
+    assert model.objective_[0] == pytest.approx(value, rel=1e-10)
 
 
 def test_l1_theta_penalty_with_a_large_C_stays_finite_and_monotone(corpus):

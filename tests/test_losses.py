@@ -31,7 +31,7 @@ from stc.losses import (
 )
 from stc.losses._python import newton_coordinate as numpy_newton
 
-from numpy_losses import NumpyPoisson
+from conftest import NumpyPoisson
 
 LOSSES = {"poisson": PoissonLoss(), "gaussian": GaussianLoss(), "bernoulli": BernoulliLoss()}
 

@@ -205,11 +205,11 @@ def _add_model_options(parser):
     supervised.add_argument("--C", dest="C", type=_number(float, 0, low_inclusive=False),
                             metavar="X", help=f"weight of the hinge loss (default: "
                                               f"{_medstc_default('C')})")
-    supervised.add_argument("--delta", type=_number(float, 0, low_inclusive=False), metavar="X",
+    supervised.add_argument("--cost", type=_number(float, 0, low_inclusive=False), metavar="X",
                             help="cost of a wrong label (default: "
-                                 f"{_medstc_default('delta')})")
+                                 f"{_medstc_default('cost')})")
     supervised.add_argument("--svm-tol", type=_number(float, 0, low_inclusive=False),
-                            metavar="X", help="cutting-plane tolerance, relative to --delta "
+                            metavar="X", help="cutting-plane tolerance, relative to --cost "
                                               f"(default: {_medstc_default('svm_tol')})")
     supervised.add_argument("--svm-max-iter", type=_number(int, 1), metavar="N",
                             help="cutting-plane iterations per SVM step (default: "
@@ -380,7 +380,7 @@ def _one_line(exc):
 _STC_OPTIONS = ("n_topics", "lambda_", "gamma", "rho", "loss", "theta_penalty", "code_penalty",
                 "max_iter", "tol", "inner_max_iter", "inner_tol", "dictionary_max_iter",
                 "random_state", "n_jobs")
-_MEDSTC_OPTIONS = ("C", "delta", "svm_tol", "svm_max_iter", "refit_C")
+_MEDSTC_OPTIONS = ("C", "cost", "svm_tol", "svm_max_iter", "refit_C")
 
 
 def _estimator(args):

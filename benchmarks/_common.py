@@ -111,34 +111,30 @@ def known_terms_only(model, X):
     return count_matrix(X)
 
 
-def coding_arguments(model):
-    """The loss object and the penalty arguments of ``stc.coding.sparse_code`` for ``model``."""
+def coding_problem(model):
+    """The `stc.coding.CodingProblem` that ``model`` codes documents with."""
+    from stc.coding import CodingProblem
     from stc.losses import get_loss
 
     params = model.get_params()
     gamma = params["lambda_"] if params["gamma"] is None else params["gamma"]
-    return get_loss(params["loss"]), dict(
-        lam=params["lambda_"], gamma=gamma, rho=params["rho"],
-        theta_penalty=params["theta_penalty"], code_penalty=params["code_penalty"],
-        max_iter=params["inner_max_iter"], tol=params["inner_tol"])
+    return CodingProblem(get_loss(params["loss"]), params["lambda_"], gamma, params["rho"],
+                         params["theta_penalty"], params["code_penalty"],
+                         params["inner_max_iter"], params["inner_tol"])
 
 
-def code_as_transform(model, X, n_jobs=None, updates=None):
-    """Code ``X`` as ``model.transform`` does; returns (theta, sweeps per document).
+def code_as_transform(model, X, n_jobs=None):
+    """Code ``X`` as ``model.transform`` does; returns (theta, `stc.coding.CodingResult`).
 
     Each document starts at its best common code value, the word codes are
-    not kept. ``updates`` (an int64 array of n_docs, compiled losses only)
-    receives each document's number of word-code updates. The benchmarks
-    check that theta equals ``transform``'s, so they count the work of the
-    coding they time.
+    not kept; ``result.word_code_updates(X)`` counts each document's
+    word-code updates. The benchmarks check that theta equals
+    ``transform``'s, so they count the work of the coding they time.
     """
-    from stc.coding import sparse_code
+    from stc.coding import code_new_documents
 
     X = known_terms_only(model, X)
-    loss, arguments = coding_arguments(model)
-    theta = np.empty((X.shape[0], model.components_.shape[0]))
-    _, _, sweeps, _ = sparse_code(loss, X, model.components_, None, theta,
-                                  start_value="auto", updates=updates,
-                                  n_jobs=model.n_jobs if n_jobs is None else n_jobs,
-                                  **arguments)
-    return theta, np.asarray(sweeps)
+    theta, _, result = code_new_documents(
+        coding_problem(model), X, model.components_,
+        n_jobs=model.n_jobs if n_jobs is None else n_jobs)
+    return theta, result

@@ -18,7 +18,7 @@ rho=1e-5), so each pair does identical work apart from the implementation.
 Wall time and CPU time (all threads) are reported, best of ``--repeats``
 runs for compiled losses (one run for the pure-Python loss unless
 ``--python-repeats`` says otherwise), with the mean number of coding sweeps
-per document (from an untimed call of ``stc.coding.sparse_code`` that codes as
+per document (from an untimed call of ``stc.coding.code_new_documents`` that codes as
 ``transform`` does and is checked to give the same theta) and the largest
 difference of theta within each pair.
 
@@ -68,7 +68,8 @@ def time_transform(model, X, repeats):
         best_wall = min(best_wall, time.perf_counter() - wall)
         best_cpu = min(best_cpu, time.process_time() - cpu)
     # The sweeps per document of the same coding, counted outside the timing.
-    theta_counted, sweeps = code_as_transform(model, X)
+    theta_counted, result = code_as_transform(model, X)
+    sweeps = result.n_iter
     if not np.array_equal(theta, theta_counted):
         raise RuntimeError("the counted coding differs from transform's: the benchmark no "
                            "longer codes as transform does")

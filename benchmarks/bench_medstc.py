@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/bench_medstc.py [--quick | --topics K ...] [--cv]
-        [--C C] [--delta D] [--lambda L] [--rho R] [--refit-C RC|none] [--max-iter N]
+        [--C C] [--cost COST] [--lambda L] [--rho R] [--refit-C RC|none] [--max-iter N]
         (default: MedSTC's)
         [--threads 2] [--data DIR] [--output benchmarks/results_medstc.md]
         [--append] [--skip-stc] [--skip-lda] [--skip-medstc]
@@ -89,7 +89,7 @@ class WarningLog:
 # ---------------------------------------------------------------------------
 
 def medstc_params(args, K, **over):
-    params = dict(n_topics=K, C=args.C, delta=args.delta, lambda_=args.lambda_, rho=args.rho,
+    params = dict(n_topics=K, C=args.C, cost=args.cost, lambda_=args.lambda_, rho=args.rho,
                   refit_C=args.refit_C, max_iter=args.max_iter, tol=args.tol, n_jobs=args.threads, random_state=0,
                   verbose=args.verbose)
     params.update(over)
@@ -112,7 +112,7 @@ def fit_medstc(params, Xtr, ytr, Xte, yte, label, keep_model=False):
 
     model = MedSTC(**params)
     log(f"{label}: MedSTC fit {Xtr.shape[0]} docs, C={params['C']:g}, "
-        f"delta={params['delta']:g}, lambda_={params['lambda_']:g}, rho={params['rho']:g}, "
+        f"cost={params['cost']:g}, lambda_={params['lambda_']:g}, rho={params['rho']:g}, "
         f"refit_C={params['refit_C']}, max_iter={params['max_iter']} (load {load1():.2f})")
     with WarningLog(label + " MedSTC fit") as wfit:
         start = time.perf_counter()
@@ -212,7 +212,7 @@ def refit_accuracies(model, Xfit, yfit, Xval, yval, refit_Cs):
     theta_fit, theta_val = model.transform(Xfit), model.transform(Xval)
     accs = {}
     for c in refit_Cs:
-        svm = CuttingPlaneSVM(C=c, cost=params["delta"], tol=params["svm_tol"],
+        svm = CuttingPlaneSVM(C=c, cost=params["cost"], tol=params["svm_tol"],
                               max_iter=params["svm_max_iter"]).fit(theta_fit, yfit)
         accs[c] = float(np.mean(svm.predict(theta_val) == yval))
     return accs
@@ -244,7 +244,7 @@ def run_cv(args, Xtr, ytr):
             fold_res.append(res)
         for refit_C in refit_grid:
             accs = [r["refit_accs"][refit_C] for r in fold_res]
-            rows.append(dict(C=C, lambda_=lam, rho=rho, refit_C=refit_C, delta=args.delta,
+            rows.append(dict(C=C, lambda_=lam, rho=rho, refit_C=refit_C, cost=args.cost,
                              accs=accs, mean=float(np.mean(accs)), std=float(np.std(accs)),
                              fit_time=float(np.mean([r["fit_time"] for r in fold_res])),
                              train_acc=float(np.mean([r["train_acc"] for r in fold_res])),
@@ -275,11 +275,11 @@ def render_cv(args, rows, best, train_docs):
              f"{args.cv_folds}-fold stratified split of the {train_docs} training documents "
              f"(`StratifiedKFold(shuffle=True, random_state=0)`); each setting fitted on "
              f"{args.cv_folds - 1}/{args.cv_folds} of them and scored on the held-out part "
-             f"(coded without labels). delta={args.delta:g}, max_iter={args.cv_max_iter}, "
+             f"(coded without labels). cost={args.cost:g}, max_iter={args.cv_max_iter}, "
              f"tol={args.tol:g}, random_state=0.", "",
              "refit_C = none is the loop's eta; a number is the final step refitting eta on "
              "the label-free training codes.", "",
-             "| C | lambda_ | rho | refit_C | equiv. LinearSVC C' = C/(delta*D) | mean val. acc "
+             "| C | lambda_ | rho | refit_C | equiv. LinearSVC C' = C/(cost*D) | mean val. acc "
              "| std | fold accs | mean train acc (loop) | n_iter_ per fold | mean fit (s) "
              "| objective increases |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -289,13 +289,13 @@ def render_cv(args, rows, best, train_docs):
         lines.append(
             f"| {r['C']:g}{mark} | {r['lambda_']:g} | {r['rho']:g} | "
             f"{'none' if r['refit_C'] is None else format(r['refit_C'], 'g')} | "
-            f"{r['C'] / (r['delta'] * n_fit):.3g} | {r['mean']:.4f} | {r['std']:.4f} | "
+            f"{r['C'] / (r['cost'] * n_fit):.3g} | {r['mean']:.4f} | {r['std']:.4f} | "
             f"{', '.join(f'{a:.4f}' for a in r['accs'])} | {r['train_acc']:.3f} | "
             f"{', '.join(map(str, r['n_iter']))} | {r['fit_time']:.1f} | "
             f"{r['n_up']}" + (f" (max rel {r['rel_up']:.1e})" if r['n_up'] else "") + " |")
     lines.append("")
     if best is not None:
-        lines += [f"Chosen: C={best['C']:g}, delta={best['delta']:g}, "
+        lines += [f"Chosen: C={best['C']:g}, cost={best['cost']:g}, "
                   f"lambda_={best['lambda_']:g}, rho={best['rho']:g}, "
                   f"refit_C={best['refit_C']} (mean validation accuracy {best['mean']:.4f}).", ""]
     else:
@@ -316,7 +316,7 @@ def render_cv(args, rows, best, train_docs):
 
 def render_main(args, rows):
     lines = ["## Test accuracy vs. number of topics (paper Fig. 5/6)", "",
-             f"MedSTC: `MedSTC(n_topics=K, C={args.C:g}, delta={args.delta:g}, "
+             f"MedSTC: `MedSTC(n_topics=K, C={args.C:g}, cost={args.cost:g}, "
              f"lambda_={args.lambda_:g}, rho={args.rho:g}, refit_C={args.refit_C}, "
              f"max_iter={args.max_iter}, tol={args.tol:g}, n_jobs={args.threads}, random_state=0)` on the training split; "
              "test documents coded without labels. STC+SVM: `STC(n_topics=K, random_state=0)` "
@@ -417,7 +417,7 @@ def main(argv=None):
     from stc import MedSTC
     # MedSTC's own defaults (the cross-validated ones), unless overridden here.
     defaults = MedSTC().get_params()
-    for flag, key in (("--C", "C"), ("--delta", "delta"), ("--lambda", "lambda_"),
+    for flag, key in (("--C", "C"), ("--cost", "cost"), ("--lambda", "lambda_"),
                       ("--rho", "rho"), ("--tol", "tol")):
         parser.add_argument(flag, dest=key, type=float, default=float(defaults[key]),
                             help=f"MedSTC {key} (default {defaults[key]:g}, the estimator's)")

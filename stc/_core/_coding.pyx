@@ -20,7 +20,7 @@ every pass over a topic's words reads contiguous memory and never gathers
 from the (K x N) dictionary again.
 
 The coding problem (penalty weights, penalty kinds, tolerances) travels as
-one `CodingParams` struct, built from `stc.problem.CodingProblem`. The numpy
+one `CodingParams` struct, built from `stc.coding.CodingProblem`. The numpy
 twin `stc._core.numpy_coding` mirrors every function here under the same
 name; both read their constants from `stc._core._constants`.
 """

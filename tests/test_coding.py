@@ -15,7 +15,7 @@ from scipy.optimize import minimize_scalar
 
 from stc._core._coding import theta_from_codes
 from stc._core.numpy_coding import common_start_value
-from stc._core.numpy_coding import theta_update as theta_closed_form
+from stc._core.numpy_coding import theta_update
 from stc.coding import (CodingProblem, code_documents, code_new_documents, initial_codes,
                         stc_objective)
 from stc.losses import BernoulliLoss, GaussianLoss, PoissonLoss, PythonLoss
@@ -197,11 +197,11 @@ def theta_problem(t, s, lam, gamma, linear, penalty):
     linear=st.one_of(st.just(0.0), st.floats(-10.0, 10.0, allow_subnormal=False)),
     penalty=st.sampled_from([L1, L2]),
 )
-def test_theta_closed_form_minimises_the_theta_problem(s, lam, gamma, linear, penalty):
+def test_theta_update_minimises_the_theta_problem(s, lam, gamma, linear, penalty):
     s = np.array(s)
     m = s.size
     ours = theta_from_codes(s.mean(), linear, m, lam, gamma, penalty)
-    vectorised = theta_closed_form(np.array([s.mean()]), np.array([linear]), np.array([m]),
+    vectorised = theta_update(np.array([s.mean()]), np.array([linear]), np.array([m]),
                                    lam, gamma, penalty)
     np.testing.assert_allclose(vectorised, [ours], rtol=1e-14, atol=0)
     assert ours >= 0.0
@@ -218,21 +218,21 @@ def test_theta_closed_form_minimises_the_theta_problem(s, lam, gamma, linear, pe
     assert abs(ours - reference) <= 1e-6 * upper
 
 
-def test_theta_closed_form_is_the_papers_formula():
+def test_theta_update_is_the_papers_formula():
     rng = np.random.default_rng(3)
     sbar = rng.uniform(0, 3, 200)
     n = rng.integers(1, 50, 200).astype(float)
     lam, gamma = 0.7, 0.3
     # eq. (3): truncated averaging
-    np.testing.assert_allclose(theta_closed_form(sbar, 0.0, n, lam, gamma, L1),
+    np.testing.assert_allclose(theta_update(sbar, 0.0, n, lam, gamma, L1),
                                np.maximum(0.0, sbar - lam / (2 * gamma * n)), rtol=1e-14)
     # footnote 3: theta = gamma / (lam / |I| + gamma) * sbar
-    np.testing.assert_allclose(theta_closed_form(sbar, 0.0, n, lam, gamma, L2),
+    np.testing.assert_allclose(theta_update(sbar, 0.0, n, lam, gamma, L2),
                                gamma / (lam / n + gamma) * sbar, rtol=1e-14)
     for i in range(0, 200, 17):
         for penalty in (L1, L2):
             assert theta_from_codes(sbar[i], 0.0, n[i], lam, gamma, penalty) == pytest.approx(
-                float(theta_closed_form(sbar[i:i + 1], 0.0, n[i:i + 1], lam, gamma, penalty)[0]),
+                float(theta_update(sbar[i:i + 1], 0.0, n[i:i + 1], lam, gamma, penalty)[0]),
                 rel=1e-14, abs=0)
 
 
@@ -257,7 +257,7 @@ def test_theta_after_coding_is_closed_form_of_returned_codes(loss_name, theta_pe
     for d in range(X.shape[0]):
         sbar = codes[X.indptr[d]:X.indptr[d + 1]].mean(axis=0)
         lin = linear[d] if with_linear else np.zeros(K)
-        expected = theta_closed_form(sbar, lin, lengths[d], lam, gamma,
+        expected = theta_update(sbar, lin, lengths[d], lam, gamma,
                                      PENALTY_CODES[theta_penalty])
         np.testing.assert_allclose(theta[d], expected, rtol=1e-12, atol=1e-14)
 

@@ -106,7 +106,7 @@ class STC(TransformerMixin, BaseEstimator):
     ----------
     components_ : ndarray of shape (n_topics, n_features)
         Topics beta, each on the probability simplex.
-    objective_ : ndarray of shape (n_iter_,)
+    objective_ : ndarray of shape (n_iter,)
         Objective (2) after each outer iteration (never increases).
     n_iter_ : int
         Outer iterations run.

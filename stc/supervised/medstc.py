@@ -244,7 +244,7 @@ class MedSTC(ClassifierMixin, STC):
     ----------
     C : float, default=30000.0
         Weight of the averaged multi-class hinge loss. C and ``lambda_``
-        have to grow together; the defaults (C, lambda_, rho, refit_C) were
+        have to grow together; the defaults (C, ``lambda_``, rho, refit_C) were
         chosen together by cross-validation on the 20 Newsgroups training
         split (see ``docs/algorithms.md``, "Choosing MedSTC's parameters").
         The hinge is averaged over documents while objective (2) sums over
@@ -268,7 +268,7 @@ class MedSTC(ClassifierMixin, STC):
         loop's eta is trained on codes pulled towards their labels by the
         shifted mean, which test codes never get. None keeps the loop's eta
         (the paper's classifier). The default suits the default C and
-        lambda_ (document codes of order 0.1); with codes of a very
+        ``lambda_`` (document codes of order 0.1); with codes of a very
         different scale, cross-validate it or set it to None.
 
     Attributes
@@ -279,13 +279,13 @@ class MedSTC(ClassifierMixin, STC):
         loop's one if ``refit_C`` is None.
     joint_coef_ : ndarray of shape (n_classes, n_topics)
         eta at the end of the alternating loop.
-    objective_ : ndarray of shape (n_iter_,)
+    objective_ : ndarray of shape (n_iter,)
         Objective (4) after each outer iteration (never increases).
-    hinge_ : ndarray of shape (n_iter_,)
+    hinge_ : ndarray of shape (n_iter,)
         The averaged hinge loss R_h after each outer iteration.
-    train_accuracy_ : ndarray of shape (n_iter_,)
+    train_accuracy_ : ndarray of shape (n_iter,)
         Training accuracy of the loop's eta on the training codes per iteration.
-    rejected_steps_ : ndarray of int, shape (n_iter_,)
+    rejected_steps_ : ndarray of int, shape (n_iter,)
         Per outer iteration, the training documents whose supervised coding
         step the safeguard rejected (they kept their old codes).
     refit_train_accuracy_ : float or None

@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from stc import STC
+from stc import STC, MedSTC
 from stc.datasets import load_newsgroups_split
 
 
@@ -180,3 +180,142 @@ def test_top_words_checks_vocabulary_length():
         model.top_words(np.array(["w"] * 29))
     words = model.top_words(np.array([f"w{i}" for i in range(30)]), 3)
     assert len(words) == 2 and all(len(w) == 3 for w in words)
+
+
+# ---------------------------------------------------------------------------
+# One error type per kind of mistake; warnings at the end of a fit
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("estimator", [STC, MedSTC])
+@pytest.mark.parametrize("params, error", [
+    (dict(n_jobs=2 ** 40), ValueError),
+    (dict(n_jobs=0), ValueError),
+    (dict(n_jobs=1.5), TypeError),
+    (dict(tol=np.nan), ValueError),
+    (dict(rho=np.inf), ValueError),
+    (dict(lambda_="0.1"), TypeError),
+    (dict(max_iter=True), TypeError),
+    (dict(theta_penalty=1), TypeError),
+    (dict(random_state=-1), ValueError),
+    (dict(verbose=-1), ValueError),
+])
+def test_each_kind_of_mistake_has_one_error_type(estimator, params, error):
+    name = next(iter(params))
+    X = small_counts()
+    y = np.arange(X.shape[0]) % 2
+    with pytest.raises(error, match=name):
+        estimator(n_topics=2, max_iter=2, **params).fit(X, y)
+
+
+@pytest.mark.parametrize("params, error", [(dict(C=0.0), ValueError), (dict(cost=-1), ValueError),
+                                           (dict(refit_C="big"), TypeError),
+                                           (dict(svm_max_iter=0), ValueError)])
+def test_medstc_parameters_go_through_the_same_table(params, error):
+    X = small_counts()
+    with pytest.raises(error, match=next(iter(params))):
+        MedSTC(n_topics=2, max_iter=2, **params).fit(X, np.arange(X.shape[0]) % 2)
+
+
+@pytest.mark.parametrize("X", [sp.csr_matrix((4, 6)), np.zeros((3, 5))])
+def test_a_corpus_without_any_word_is_refused(X):
+    with pytest.raises(ValueError, match="every document is empty"):
+        STC(n_topics=2, max_iter=2).fit(X)
+    with pytest.raises(ValueError, match="every document is empty"):
+        MedSTC(n_topics=2, max_iter=2).fit(X, np.arange(X.shape[0]) % 2)
+
+
+def test_predict_before_fit_is_not_fitted_error():
+    from sklearn.exceptions import NotFittedError
+
+    for method in ("predict", "decision_function", "transform"):
+        with pytest.raises(NotFittedError):
+            getattr(MedSTC(), method)(small_counts())
+
+
+def test_stopping_at_max_iter_warns_and_converging_does_not():
+    from sklearn.exceptions import ConvergenceWarning
+    import warnings
+
+    X = small_counts()
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        STC(n_topics=2, max_iter=2, tol=0, random_state=0).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = STC(n_topics=2, max_iter=500, tol=1e-3, random_state=0).fit(X)
+    assert model.n_iter_ < 500
+
+
+def test_documents_at_the_sweep_cap_warn():
+    from sklearn.exceptions import ConvergenceWarning
+
+    with pytest.warns(ConvergenceWarning, match="inner_max_iter=1"):
+        STC(n_topics=3, max_iter=2, inner_max_iter=1, inner_tol=0, random_state=0).fit(
+            small_counts())
+
+
+def test_verbose_prints_progress_to_stderr(capsys):
+    STC(n_topics=2, max_iter=3, tol=0, random_state=0, verbose=1).fit(small_counts())
+    out, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if line.startswith("iter")]
+    assert out == "" and len(lines) == 3
+    assert all("objective" in line and "elapsed" in line and "left" in line for line in lines)
+    assert lines[-1].startswith("iter   3/3")
+
+
+def test_ctrl_c_stops_after_the_current_iteration_and_keeps_the_model():
+    """SIGINT during fit: the iteration under way completes, then the fit stops with a
+    warning; the model is fitted (topics on the simplex, codes usable)."""
+    import os
+    import signal
+
+    from stc import FitInterruptedWarning
+    from stc.losses import PoissonLoss, PythonLoss
+
+    class InterruptingPoisson(PythonLoss):
+        """The Poisson deviance; sends SIGINT to this process on its n-th loss call."""
+
+        mean_domain = (0.0, np.inf)
+
+        def __init__(self, interrupt_at=None):
+            self.interrupt_at, self.calls, self.poisson = interrupt_at, 0, PoissonLoss()
+
+        def loss(self, y, mean):
+            self.calls += 1
+            if self.calls == self.interrupt_at:
+                os.kill(os.getpid(), signal.SIGINT)
+            return self.poisson.loss(y, mean)
+
+        def gradient(self, y, mean):
+            return self.poisson.gradient(y, mean)
+
+        def hessian(self, y, mean):
+            return self.poisson.hessian(y, mean)
+
+    X = small_counts(60, 40)
+    counter = InterruptingPoisson()
+    STC(n_topics=3, max_iter=1, tol=0, random_state=0, loss=counter).fit(X)
+    per_iteration = counter.calls  # loss calls in one outer iteration
+    loss = InterruptingPoisson(interrupt_at=per_iteration + 2)  # inside iteration 2
+    with pytest.warns(FitInterruptedWarning, match="interrupted after 2 iterations"):
+        model = STC(n_topics=3, max_iter=50, tol=0, random_state=0, loss=loss).fit(X)
+    assert model.interrupted_ and model.n_iter_ == 2 and model.objective_.shape == (2,)
+    np.testing.assert_allclose(model.components_.sum(axis=1), 1.0)
+    assert np.all(np.isfinite(model.transform(X)))
+    full = STC(n_topics=3, max_iter=2, tol=0, random_state=0,
+               loss=InterruptingPoisson()).fit(X)
+    assert not full.interrupted_
+    np.testing.assert_array_equal(model.objective_, full.objective_)
+
+
+def test_remaining_iterations_follow_a_geometric_decrease():
+    from stc.training import remaining_iterations
+
+    # relative decreases shrink by half per iteration: 1e-2, 5e-3, ... reach 1e-4
+    objective, value = [], 1.0
+    for drop in [1e-1, 1e-2, 5e-3]:
+        value *= 1 - drop
+        objective.append(value)
+    objective.insert(0, objective[0] / (1 - 1e-1) * 1.0)
+    left = remaining_iterations(objective, tol=1e-4, max_iter=100)
+    assert left == pytest.approx(np.log2(5e-3 / 1e-4), abs=1.5)
+    assert remaining_iterations(objective, tol=1e-4, max_iter=len(objective) + 2) == 2
+    assert remaining_iterations(objective[:2], tol=1e-4, max_iter=100) is None

@@ -13,6 +13,7 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
     "numpydoc",  # docstrings use the numpydoc format
+    "sphinxarg.ext",  # the command-line reference, from stc.cli.build_parser
 ]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"

@@ -293,6 +293,23 @@ def build_parser():
     _add_threads(evaluate)
     _add_data_options(evaluate, for_fit=False)
 
+    report = command("report", "write an HTML report of the model on DATA",
+                     "Write one self-contained HTML page (no network needed to view it) "
+                     "describing the model on DATA's documents: fit summary, each topic's top "
+                     "words with their coherence, code sparsity, the codes of representative "
+                     "words and, when DATA has labels, per-class codes (and MedSTC's confusion "
+                     "matrix). Needs matplotlib: pip install 'stc[plot]'.")
+    report.add_argument("model", metavar="MODEL", help="model file written by stc fit")
+    report.add_argument("data", metavar="DATA", help=DATA_HELP)
+    report.add_argument("-o", "--output", required=True, metavar="HTML",
+                        help="page to write (required)")
+    report.add_argument("-n", "--words", type=_number(int, 1), default=10, metavar="N",
+                        help="top words shown per topic (default: 10)")
+    report.add_argument("--title", default=None,
+                        help="page title (default: '<model> model report')")
+    _add_threads(report)
+    _add_data_options(report, for_fit=False)
+
     info = command("info", "say what a model file holds",
                    "Check a model file (format version, checksum) and describe it: model, "
                    "parameters, vocabulary, classes, fitted attributes.")
@@ -565,6 +582,24 @@ def _run_evaluate(args):
           f"{int(words)} words of known terms; {int(unknown)} words of terms the model never "
           "saw left out)")
     print(f"word-code zeros: {zeros:.3f}")
+    return EXIT_OK
+
+
+def _run_report(args):
+    from stc import report
+    from stc.io import labels_of
+
+    _check_output(args.output)
+    model = _load_model(args.model)
+    if args.n_jobs is not None:
+        model.set_params(n_jobs=args.n_jobs)
+    corpus = _read_data(args, model=model)
+    try:
+        path = report(model, corpus.data, args.output, y=labels_of(corpus),
+                      n_words=args.words, title=args.title)
+    except ImportError as exc:
+        raise CommandError(f"report needs matplotlib ({exc}); pip install 'stc[plot]'") from None
+    _say(args, f"stc report: wrote {path}")
     return EXIT_OK
 
 

@@ -406,3 +406,33 @@ def test_console_script_runs_fit_and_topics(tmp_path, text_dir):
     topics = subprocess.run([script, "topics", str(tmp_path / "m"), "-n", "3"],
                             capture_output=True, text=True, timeout=300)
     assert topics.returncode == 0 and len(topics.stdout.splitlines()) == 3
+
+
+# ---- report
+
+def test_report_writes_the_page_stc_report_writes(medstc_model, text_dir, tmp_path, capsys):
+    """`stc report` writes the same page as stc.report on the same model and documents."""
+    pytest.importorskip("matplotlib")
+    out_path = tmp_path / "report.html"
+    status, out, err = run(["report", medstc_model, text_dir / "test", "-o", out_path,
+                            "-n", "6", "--title", "a test report"], capsys)
+    assert status == EXIT_OK and out == "" and f"wrote {out_path}" in err
+    page = out_path.read_text(encoding="utf-8")
+    assert "<title>a test report</title>" in page
+    assert "confusion" in page.lower()  # MedSTC on labelled documents
+    model = stc.load(medstc_model)
+    corpus = stc.io.read_text_folder(text_dir / "test", vocabulary=model.vocabulary_,
+                                     **{k: v for k, v in model.text_options_.items()
+                                        if k not in ("min_df", "max_df")})
+    expected = stc.report(model, corpus.data, tmp_path / "expected.html",
+                          y=stc.io.labels_of(corpus), n_words=6, title="a test report")
+    def undated(text):  # the footer says when the page was written
+        return re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d", "<when>", text)
+
+    assert undated(expected.read_text(encoding="utf-8")) == undated(page)
+
+
+def test_report_refuses_a_missing_output_folder(stc_model, svmlight_dir, tmp_path, capsys):
+    status, _, err = run(["report", stc_model, svmlight_dir / "test.svm",
+                          "-o", tmp_path / "nowhere" / "r.html"], capsys)
+    assert status != EXIT_OK and len(err.strip().splitlines()) == 1 and "--output" in err

@@ -377,7 +377,7 @@ def test_debug_shows_the_traceback(tmp_path):
 def test_every_option_explains_itself_with_its_default(capsys):
     parser = build_parser()
     subcommands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    assert set(subcommands.choices) == {"fit", "topics", "transform", "evaluate", "info"}
+    assert set(subcommands.choices) == {"fit", "topics", "transform", "evaluate", "info", "report"}
     for name, sub in subcommands.choices.items():
         for action in sub._actions:
             if not action.option_strings or isinstance(action, argparse._HelpAction):

@@ -113,34 +113,43 @@ def mm_dictionary_steps(loss, layout, codes, beta, means, value, max_iter, tol, 
                                           _poisson_ratio(layout, means), n_jobs, with_plain=True)
     code_sums = np.ascontiguousarray(plain.T)
     multipliers = np.full(beta.shape[0], np.nan)
-    n_steps = 0
-    for n_steps in range(1, max_iter + 1):
+
+    def step(beta, weighted_sums, last):
         candidate = mm_update_rows(beta, weighted_sums, code_sums, multipliers, 100, n_jobs)
         new_value, next_sums = mm_statistics(
             loss, layout.col_ptr, layout.col_entries, layout.data, codes,
-            np.ascontiguousarray(candidate.T), n_jobs, with_ratio_sums=n_steps < max_iter)
-        if not new_value <= value:  # rounding at a fixed point: keep the better one
-            n_steps -= 1
-            break
-        decrease = value - new_value
-        beta, value, weighted_sums = candidate, new_value, next_sums
-        if decrease <= tol * abs(value):
-            break
-    return beta, value, n_steps
+            np.ascontiguousarray(candidate.T), n_jobs, with_ratio_sums=not last)
+        return candidate, new_value, next_sums
+
+    return _descend(step, beta, value, weighted_sums, max_iter, tol)
 
 
 def pg_dictionary_steps(loss, layout, codes, beta, means, value, max_iter, tol, n_jobs):
     """Projected-gradient steps on F with backtracking (any loss); see the module docstring."""
-    step_size = None
-    n_steps = 0
-    for n_steps in range(1, max_iter + 1):
+    def step(beta, carried, last):
+        means, value, step_size = carried  # at beta
         candidate, new_value, new_means, step_size = _pg_step(
             loss, layout, codes, beta, means, value, step_size, n_jobs)
-        if not new_value <= value:  # rounding at a fixed point: keep the better one
+        return candidate, new_value, (new_means, new_value, step_size)
+
+    return _descend(step, beta, value, (means, value, None), max_iter, tol)
+
+
+def _descend(step, beta, value, carried, max_iter, tol):
+    """Repeat ``step(beta, carried, last) -> (candidate, F(candidate), carried)`` on F.
+
+    A candidate is kept only if F does not increase (rounding at a fixed point
+    can make it); stops after ``max_iter`` steps or when the relative decrease
+    falls under ``tol``. Returns (beta, F, steps kept).
+    """
+    n_steps = 0
+    for n_steps in range(1, max_iter + 1):
+        candidate, new_value, new_carried = step(beta, carried, n_steps == max_iter)
+        if not new_value <= value:
             n_steps -= 1
             break
         decrease = value - new_value
-        beta, value, means = candidate, new_value, new_means
+        beta, value, carried = candidate, new_value, new_carried
         if decrease <= tol * abs(value):
             break
     return beta, value, n_steps

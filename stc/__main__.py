@@ -36,8 +36,14 @@ def main(argv=None):
     code_time = time.perf_counter() - start
     n_entries, n_topics = word_codes.shape
     print(f"test split coded in {code_time:.2f} s")
-    print(f"word-code sparsity (share of zeros): {1 - word_codes.nnz / (n_entries * n_topics):.3f}")
-    print(f"document-code sparsity (share of zeros): {float(np.mean(theta == 0)):.3f}")
+    # Sparsity: the share of code entries that are exactly zero. A topic model with
+    # dense codes (LDA's posteriors, NMF without a penalty) has almost none.
+    print(f"word codes: {1 - word_codes.nnz / (n_entries * n_topics):.1%} of the "
+          f"{n_entries} x {n_topics} entries are exactly zero (each observed word uses "
+          f"{word_codes.nnz / max(n_entries, 1):.1f} of {n_topics} topics on average)")
+    print(f"document codes: {float(np.mean(theta == 0)):.1%} of the entries are exactly zero "
+          f"(each document uses {float(np.mean(np.sum(theta > 0, axis=1))):.1f} of "
+          f"{n_topics} topics on average)")
     return 0
 
 

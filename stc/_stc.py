@@ -4,7 +4,7 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -47,7 +47,7 @@ def initial_dictionary(X, n_topics, random_state, docs_per_topic=5, corpus_share
     return beta
 
 
-class STC(TransformerMixin, BaseEstimator):
+class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Sparse Topical Coding (Zhu & Xing, UAI 2011).
 
     Learns K topics beta (each a distribution over the N terms) and, for every
@@ -182,6 +182,11 @@ class STC(TransformerMixin, BaseEstimator):
     def _validate_X(self, X, reset, loss):
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset)
         return as_count_matrix(sp.csr_matrix(X), loss)
+
+    @property
+    def _n_features_out(self):
+        """Number of output features (topics), for ``get_feature_names_out``."""
+        return self.components_.shape[0]
 
     def __sklearn_is_fitted__(self):
         # `lambda_` ends in an underscore like a fitted attribute; say explicitly.

@@ -319,3 +319,22 @@ def test_remaining_iterations_follow_a_geometric_decrease():
     assert left == pytest.approx(np.log2(5e-3 / 1e-4), abs=1.5)
     assert remaining_iterations(objective, tol=1e-4, max_iter=len(objective) + 2) == 2
     assert remaining_iterations(objective[:2], tol=1e-4, max_iter=100) is None
+
+
+def test_feature_names_and_set_output_fit_a_pipeline():
+    """Topic columns are named (stc0, stc1, ...); set_output and ColumnTransformer work."""
+    from sklearn.compose import ColumnTransformer
+
+    X = small_counts()
+    model = STC(n_topics=3, max_iter=3, random_state=0).fit(X)
+    np.testing.assert_array_equal(model.get_feature_names_out(), ["stc0", "stc1", "stc2"])
+    assert model.set_output(transform="default") is model
+    combined = ColumnTransformer([("topics", STC(n_topics=3, max_iter=3, random_state=0),
+                                   list(range(X.shape[1])))]).fit(X.toarray())
+    np.testing.assert_array_equal(combined.get_feature_names_out(),
+                                  ["topics__stc0", "topics__stc1", "topics__stc2"])
+    np.testing.assert_array_equal(combined.transform(X.toarray()), model.transform(X))
+    pd = pytest.importorskip("pandas")
+    frame = STC(n_topics=3, max_iter=3, random_state=0).set_output(transform="pandas").fit(
+        X).transform(X)
+    assert isinstance(frame, pd.DataFrame) and list(frame.columns) == ["stc0", "stc1", "stc2"]

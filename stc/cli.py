@@ -419,14 +419,6 @@ def _estimator(args):
     return MedSTC(**given, **supervised, verbose=0 if args.quiet else 1)
 
 
-@contextlib.contextmanager
-def _progress_to_stderr():
-    # The estimators print their per-iteration lines with print(); on the command line
-    # they are progress, not results, so they belong on stderr.
-    with contextlib.redirect_stdout(sys.stderr):
-        yield
-
-
 def _run_fit(args):
     import stc
 
@@ -447,11 +439,12 @@ def _run_fit(args):
     with warnings.catch_warnings():
         if interrupted_warning is not None:  # said below, as the command's own message
             warnings.simplefilter("ignore", interrupted_warning)
-        with _progress_to_stderr():
-            if labels is None:
-                model.fit(corpus.data)
-            else:
-                model.fit(corpus.data, labels)
+        # verbose=1 unless -q: the estimator prints one progress line per iteration
+        # on stderr; Ctrl-C ends the fit after the current iteration (interrupted_).
+        if labels is None:
+            model.fit(corpus.data)
+        else:
+            model.fit(corpus.data, labels)
     elapsed = time.perf_counter() - start
     model.save(args.output, vocabulary=corpus.vocabulary, text_options=corpus.text_options)
     if getattr(model, "interrupted_", False):

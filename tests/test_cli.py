@@ -5,6 +5,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,15 +19,12 @@ import stc
 import stc.io
 import stc.losses
 from stc import STC, MedSTC
-from stc.cli import EXIT_ERROR, EXIT_OK, EXIT_USAGE, build_parser, main
-from stc.datasets import load_newsgroups_split
+from stc.cli import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, build_parser, main
+
+# The fits here are kept small and stop at max_iter on purpose.
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
 FAST = ["-k", "3", "--max-iter", "4", "--random-state", "0"]
-
-
-@pytest.fixture(scope="module")
-def newsgroups():
-    return load_newsgroups_split()
 
 
 @pytest.fixture(scope="module")
@@ -397,15 +395,33 @@ def _console_script():
     return script
 
 
-def test_console_script_runs_fit_and_topics(tmp_path, text_dir):
-    script = _console_script()
-    fit = subprocess.run([script, "fit", str(text_dir / "train"), "-o", str(tmp_path / "m"),
-                          *FAST], capture_output=True, text=True, timeout=300)
-    assert fit.returncode == 0, fit.stderr
-    assert fit.stdout == "" and "iter" in fit.stderr
-    topics = subprocess.run([script, "topics", str(tmp_path / "m"), "-n", "3"],
-                            capture_output=True, text=True, timeout=300)
-    assert topics.returncode == 0 and len(topics.stdout.splitlines()) == 3
+def test_ctrl_c_during_fit_saves_the_model_learned_so_far(tmp_path, svmlight_dir, capsys):
+    """The installed console script, and a real SIGINT sent to it once the fit is under way."""
+    model = tmp_path / "interrupted.model"
+    process = subprocess.Popen(
+        [_console_script(), "fit", str(svmlight_dir / "train.svm"), "-o", str(model),
+         "-k", "3", "--max-iter", "1000", "--tol", "0", "--random-state", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = []
+        for line in process.stderr:  # wait for the first progress line: the loop is running
+            seen.append(line)
+            if line.startswith("iter"):
+                process.send_signal(signal.SIGINT)
+                break
+        out, err = process.communicate(timeout=300)
+    finally:
+        process.kill()
+    err = "".join(seen) + err
+    assert process.returncode == EXIT_INTERRUPTED, err
+    assert out == ""
+    assert "interrupted after" in err and f"saved the model learned so far to {model}" in err
+    loaded = stc.load(model)
+    assert loaded.interrupted_ is True
+    assert 1 <= loaded.n_iter_ < 1000 and loaded.objective_.shape == (loaded.n_iter_,)
+    status, out, _ = run(["info", model], capsys)
+    assert status == EXIT_OK and f"fit: {loaded.n_iter_} iterations" in out
+    assert "interrupted: yes" in out
 
 
 # ---- report

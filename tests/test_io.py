@@ -11,7 +11,10 @@ from sklearn.feature_extraction.text import CountVectorizer
 
 import stc.io
 from stc import STC
-from stc.datasets import load_newsgroups_split, stopwords
+from stc.datasets import stopwords
+
+# The fits here are kept small and stop at max_iter on purpose.
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
 TEXTS = {
     "space": ["The shuttle's orbit and the launch of the rocket.",
@@ -29,11 +32,6 @@ def write_text_folder(root, texts=TEXTS):
         for i, text in enumerate(docs):
             (root / label / f"doc{i}.txt").write_text(text, encoding="utf-8")
     return root
-
-
-@pytest.fixture(scope="module")
-def newsgroups():
-    return load_newsgroups_split()
 
 
 @pytest.fixture

@@ -14,13 +14,10 @@ import stc
 import stc.losses
 from stc import STC, MedSTC
 from stc._persistence import FORMAT_VERSION, METADATA_MEMBER, ModelFileError
-from stc.datasets import load_newsgroups_split
 
 
-@pytest.fixture(scope="module")
-def newsgroups():
-    return load_newsgroups_split()
-
+# The fits here are kept small and stop at max_iter on purpose.
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
 @pytest.fixture(scope="module")
 def fitted_stc(newsgroups):

@@ -420,7 +420,7 @@ def _estimator(args):
 
 
 def _run_fit(args):
-    import stc
+    from stc import FitInterruptedWarning
 
     _check_output(args.output)
     model = _estimator(args)
@@ -435,10 +435,9 @@ def _run_fit(args):
                                "folder with one sub-folder per label, an SVMlight file, or "
                                "--labels for a Matrix Market file")
     start = time.perf_counter()
-    interrupted_warning = getattr(stc, "FitInterruptedWarning", None)
     with warnings.catch_warnings():
-        if interrupted_warning is not None:  # said below, as the command's own message
-            warnings.simplefilter("ignore", interrupted_warning)
+        # said below, as the command's own message
+        warnings.simplefilter("ignore", FitInterruptedWarning)
         # verbose=1 unless -q: the estimator prints one progress line per iteration
         # on stderr; Ctrl-C ends the fit after the current iteration (interrupted_).
         if labels is None:
@@ -447,7 +446,7 @@ def _run_fit(args):
             model.fit(corpus.data, labels)
     elapsed = time.perf_counter() - start
     model.save(args.output, vocabulary=corpus.vocabulary, text_options=corpus.text_options)
-    if getattr(model, "interrupted_", False):
+    if model.interrupted_:
         print(f"stc fit: interrupted after {model.n_iter_} iterations; saved the model learned "
               f"so far to {args.output}", file=sys.stderr)
         return EXIT_INTERRUPTED

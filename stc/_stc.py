@@ -212,6 +212,10 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     def _run(self, state, problem, coding_step, extra_step=None, describe=None):
         """The outer loop with this estimator's steps; sets the fitted attributes."""
+        # A vocabulary from an earlier fit (set by stc.load or the command line)
+        # does not describe the new data.
+        for stale in ("vocabulary_", "text_options_"):
+            self.__dict__.pop(stale, None)
         progress = (ProgressPrinter(self.tol, self.max_iter, describe=describe)
                     if self.verbose else None)
         objective, converged, interrupted = alternate(

@@ -445,6 +445,7 @@ def _run_fit(args):
         else:
             model.fit(corpus.data, labels)
     elapsed = time.perf_counter() - start
+    model.set_params(verbose=0)  # progress was the command's, not the saved model's
     model.save(args.output, vocabulary=corpus.vocabulary, text_options=corpus.text_options)
     if model.interrupted_:
         print(f"stc fit: interrupted after {model.n_iter_} iterations; saved the model learned "

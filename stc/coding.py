@@ -23,7 +23,7 @@ class CodingProblem:
     """A document's coding problem: objective (2) with the topics fixed, and the sweep's rule.
 
     For one document d with observed words I_d and counts w_dn, minimise over
-    theta_d >= 0 and s_dn >= 0
+    theta_d >= 0 and s_dn >= 0::
 
         sum_n l(w_dn, s_dn . beta_n) + lambda_ pen(theta_d)
             + sum_n (gamma ||s_dn - theta_d||^2 + rho pen(s_dn)),

@@ -23,12 +23,13 @@ step rule under which F never increases:
   condition F(new) <= F(old) - ||new - old||^2 / (2 t); a step that takes a
   mean out of the loss's domain has F = inf and is shrunk.
 
-Terms that never occur in the data: the MM update gives them zero weight in
-one step and keeps it there (when the codes overshoot the data, the exact
-minimiser of F could put weight on them, since that lowers every mean at no
-cost; on 20 Newsgroups the multiplier nu is positive and zero weights are
-optimal). Projected gradient may give them weight in that overshoot case.
-At `transform`, terms with zero weight in every topic are ignored. A topic whose word
+Terms that never occur in the data get zero weight while the multiplier nu
+is positive (on 20 Newsgroups it is). When the codes overshoot the data, the
+exact minimiser of F puts weight on them, since that lowers every mean at no
+cost; both solvers then do so (the MM step clamps nu at 0 and gives them the
+spare mass, `mm_update_row`). Other zero weights stay zero under MM (a
+multiplicative step) unless that clamp reaches them. At `transform`, terms
+with zero weight in every topic are ignored. A topic whose word
 codes are all zero ("collapsed") carries no information about beta_k; it is
 left unchanged, so coding may use it again later.
 """

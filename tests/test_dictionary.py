@@ -1,202 +1,21 @@
-"""Tests for dictionary learning (paper Sec. 2.3) and the simplex projection it uses.
+"""Tests for dictionary learning (paper Sec. 2.3).
 
 With the word codes fixed, F(beta) = sum_j l(y_j, s_j . beta[:, n_j]) over X's
 non-zeros is minimised with every topic beta_k on the probability simplex.
-Checked here: the exact Euclidean projection onto the simplex against a
-sort-based reference, the MM multiplier equation, monotone decrease of F for
-both solvers, feasibility, the optimum reached against scipy, and monotone
-decrease of the full STC objective.
+Checked here: monotone decrease of F for both solvers, feasibility, the MM
+step's formula and surrogate optimality, the optimum reached against scipy,
+and monotone decrease of the full STC objective. The simplex projection and
+the MM multiplier equation are tested in test_simplex.py.
 """
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
 from scipy.optimize import minimize
 
 import stc
-from stc._core._simplex import project_onto_simplex, project_rows_onto_simplex
 from stc.datasets import load_newsgroups
 from stc.dictionary import CorpusLayout, dictionary_loss, simplex_multiplier, update_dictionary
 from stc.losses import BernoulliLoss, GaussianLoss, PoissonLoss
-
-# ---------------------------------------------------------------------------
-# Simplex projection
-# ---------------------------------------------------------------------------
-def reference_projection(v, radius):
-    """Sort-based projection onto {x >= 0, sum x = radius} (Duchi et al. 2008).
-
-    With u sorted in decreasing order, the support size is the largest r with
-    u_r - (sum_{i<=r} u_i - radius) / r > 0 and the threshold is
-    (sum_{i<=r} u_i - radius) / r.
-    """
-    u = np.sort(v)[::-1]
-    partial = np.cumsum(u) - radius
-    r = np.arange(1, v.size + 1)
-    support = np.flatnonzero(u - partial / r > 0)[-1]
-    threshold = partial[support] / (support + 1)
-    return np.maximum(v - threshold, 0.0)
-
-@st.composite
-def vectors(draw, max_size=200):
-    n = draw(st.integers(1, max_size))
-    scale = 10.0 ** draw(st.floats(-3, 3))
-    unit = st.floats(-1.0, 1.0, allow_subnormal=False)
-    v = draw(arrays(np.float64, n, elements=unit))
-    if draw(st.booleans()):  # ties and repeated values
-        v = np.round(v * 4) / 4
-    return v * scale
-
-radii = st.floats(-3, 3).map(lambda e: 10.0 ** e)
-
-@settings(max_examples=300, deadline=None)
-@given(v=vectors(), radius=radii)
-def test_projection_matches_sort_based_reference(v, radius):
-    ours = project_onto_simplex(v, radius)
-    scale = max(1.0, radius, np.abs(v).max())
-    np.testing.assert_allclose(ours, reference_projection(v, radius), rtol=0, atol=1e-10 * scale)
-    # on the simplex
-    assert ours.shape == v.shape
-    assert np.all(ours >= 0.0)
-    assert abs(ours.sum() - radius) <= 1e-12 * scale * v.size
-    # idempotent
-    again = project_onto_simplex(ours, radius)
-    np.testing.assert_allclose(again, ours, rtol=0, atol=1e-12 * scale)
-    # the input is not modified
-    assert np.all(np.isfinite(v))
-
-@settings(max_examples=100, deadline=None)
-@given(v=vectors(), radius=radii, data=st.data())
-def test_projection_is_the_nearest_simplex_point(v, radius, data):
-    """Variational inequality: (v - p) . (q - p) <= 0 for every q on the simplex."""
-    p = project_onto_simplex(v, radius)
-    weights = data.draw(arrays(np.float64, v.size, elements=st.floats(0.0, 1.0)))
-    q = radius * (weights / weights.sum() if weights.sum() > 0 else np.full(v.size, 1 / v.size))
-    scale = max(1.0, radius, np.abs(v).max())
-    assert np.dot(v - p, q - p) <= 1e-9 * scale * scale
-    # vertices of the simplex too
-    for i in data.draw(st.lists(st.integers(0, v.size - 1), max_size=5)):
-        vertex = np.zeros(v.size)
-        vertex[i] = radius
-        assert np.dot(v - p, vertex - p) <= 1e-9 * scale * scale
-
-@settings(max_examples=50, deadline=None)
-@given(n_rows=st.integers(1, 60), n_cols=st.integers(1, 200), radius=radii,
-       seed=st.integers(0, 2**32 - 1), log_scale=st.floats(-3, 3))
-def test_rows_in_parallel_equal_row_by_row(n_rows, n_cols, radius, seed, log_scale):
-    rng = np.random.default_rng(seed)
-    V = rng.normal(size=(n_rows, n_cols)) * 10.0 ** log_scale
-    V_before = V.copy()
-    serial = project_rows_onto_simplex(V, radius, n_jobs=1)
-    parallel = project_rows_onto_simplex(V, radius, n_jobs=2)
-    every = project_rows_onto_simplex(V, radius, n_jobs=-1)
-    one_by_one = np.array([project_onto_simplex(row, radius) for row in V])
-    assert np.array_equal(serial, parallel)
-    assert np.array_equal(serial, every)
-    assert np.array_equal(serial, one_by_one)
-    assert np.array_equal(V, V_before)  # a new array is returned
-    assert serial.flags.c_contiguous and serial.dtype == np.float64
-
-def test_projection_special_cases():
-    # already on the simplex: unchanged
-    p = np.array([0.2, 0.3, 0.5])
-    np.testing.assert_allclose(project_onto_simplex(p, 1.0), p, atol=1e-16)
-    # a constant vector: uniform
-    np.testing.assert_allclose(project_onto_simplex(np.full(7, -3.0), 2.0), np.full(7, 2 / 7))
-    # one dominant entry: a vertex
-    np.testing.assert_array_equal(project_onto_simplex(np.array([0.0, 5.0, 1.0]), 1.0),
-                                  [0.0, 1.0, 0.0])
-    # a single entry is the radius
-    assert project_onto_simplex(np.array([-17.0]), 3.0)[0] == 3.0
-    # decreasing and increasing orders (exercise the restart and cleanup passes)
-    v = np.arange(50, dtype=float) / 7.0
-    for w in (v, v[::-1], np.concatenate([v, v])):
-        np.testing.assert_allclose(project_onto_simplex(w, 4.0), reference_projection(w, 4.0),
-                                   atol=1e-13)
-    # integer and list input
-    np.testing.assert_allclose(project_rows_onto_simplex([[1, 2, 3]], 1.0), [[0.0, 0.0, 1.0]])
-    np.testing.assert_allclose(project_rows_onto_simplex([[1, 2, 2.5]], 1.0), [[0.0, 0.25, 0.75]])
-
-@pytest.mark.parametrize("bad", [
-    np.array([0.1, np.nan, 0.3]), np.array([np.inf, 0.0]), np.array([-np.inf, 1.0]),
-])
-def test_projection_refuses_non_finite_input(bad):
-    with pytest.raises(ValueError):
-        project_onto_simplex(bad, 1.0)
-    with pytest.raises(ValueError):
-        project_rows_onto_simplex(np.vstack([np.zeros_like(bad), bad]), 1.0)
-
-@pytest.mark.parametrize("radius", [0.0, -1.0, -1e-300, np.nan])
-def test_projection_refuses_non_positive_radius(radius):
-    with pytest.raises(ValueError):
-        project_onto_simplex(np.array([0.5, 0.5]), radius)
-    with pytest.raises(ValueError):
-        project_rows_onto_simplex(np.ones((2, 3)), radius)
-
-def test_projection_refuses_bad_shapes():
-    with pytest.raises(ValueError):
-        project_rows_onto_simplex(np.zeros((2, 0)), 1.0)
-    with pytest.raises(ValueError):
-        project_rows_onto_simplex(np.zeros((2, 2, 2)), 1.0)
-    with pytest.raises(ValueError):
-        project_onto_simplex(np.zeros((2, 2)), 1.0)
-
-# ---------------------------------------------------------------------------
-# The MM multiplier
-# ---------------------------------------------------------------------------
-def multiplier_residual(a, c, nu):
-    positive = a > 0
-    denom = c + nu
-    assert np.all(denom[positive] > 0)  # beta = a / (c + nu) is positive where a is
-    return np.where(positive, a / np.where(positive, denom, 1.0), 0.0).sum(axis=0) - 1.0
-
-@settings(max_examples=200, deadline=None)
-@given(n=st.integers(2, 40), k=st.integers(1, 6), seed=st.integers(0, 2**32 - 1),
-       zero_share=st.floats(0.0, 0.8), log_a=st.floats(-4, 4), log_ratio=st.floats(-6, 0.5))
-def test_simplex_multiplier_solves_its_equation(n, k, seed, zero_share, log_a, log_ratio):
-    """c up to ~3 a (c >> a loses precision: see the xfail tests below)."""
-    log_c = log_a + log_ratio
-    rng = np.random.default_rng(seed)
-    a = rng.exponential(size=(n, k)) * 10.0 ** log_a
-    a[rng.random((n, k)) < zero_share] = 0.0
-    # at least two terms with a > 0 and distinct c in every column (the case of a
-    # single c value puts the root on the end of the bracket: see the test below)
-    rows = np.array([rng.choice(n, 2, replace=False) for _ in range(k)]).T
-    a[rows, np.arange(k)] = rng.exponential(size=(2, k)) * 10.0 ** log_a + 1e-300
-    c = rng.exponential(size=(n, k)) * 10.0 ** log_c
-    c[rng.random((n, k)) < 0.2] = 0.0
-    c[rows[0], np.arange(k)] = 0.5 * c[rows[1], np.arange(k)] + 10.0 ** log_c
-    nu = simplex_multiplier(a, c)
-    assert nu.shape == (k,)
-    np.testing.assert_allclose(multiplier_residual(a, c, nu), 0.0, rtol=0, atol=1e-10)
-
-def test_simplex_multiplier_known_values():
-    # a single positive a: nu = a - c; a constant c: nu = sum(a) - c
-    a = np.array([[0.0, 0.3], [2.0, 0.5], [0.0, 0.2]])
-    c = np.array([[5.0, 1.0], [0.5, 1.0], [7.0, 1.0]])
-    nu = simplex_multiplier(a, c)
-    np.testing.assert_allclose(nu, [1.5, 0.0], atol=1e-12)
-    # two terms: a1 / (c1 + nu) + a2 / (c2 + nu) = 1 solved by hand (c1 = 0, c2 = 1, a = 1, 1):
-    # nu^2 - nu - 1 = 0 -> nu = (1 + sqrt 5) / 2
-    nu = simplex_multiplier(np.array([[1.0], [1.0]]), np.array([[0.0], [1.0]]))
-    assert nu[0] == pytest.approx((1 + np.sqrt(5)) / 2, rel=1e-13)
-
-@pytest.mark.parametrize("a,c", [
-    ([[2e-6]], [[1e-3]]),
-    ([[3e-5], [5e-5]], [[1e-3], [1e-3]]),
-])
-def test_simplex_multiplier_root_at_bracket_end(a, c):
-    a, c = np.array(a), np.array(c)
-    nu = simplex_multiplier(a, c)
-    np.testing.assert_allclose(multiplier_residual(a, c, nu), 0.0, rtol=0, atol=1e-10)
-
-def test_simplex_multiplier_large_c_small_a():
-    a = np.array([[0.16299404], [0.0673583]])
-    c = np.array([[2408.39298954], [2816.78597908]])
-    a, c = np.array(a), np.array(c)
-    nu = simplex_multiplier(a, c)
-    np.testing.assert_allclose(multiplier_residual(a, c, nu), 0.0, rtol=0, atol=1e-10)
 
 # ---------------------------------------------------------------------------
 # update_dictionary
@@ -424,23 +243,65 @@ def test_pg_reaches_the_constrained_optimum_gaussian(seed):
                                     tol=0.0)
     assert value == pytest.approx(reference, rel=1e-5)
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "BUG (design): with a term that never occurs and codes whose means overshoot the data, "
-    "the minimiser of F over the simplex puts weight on the unused term (it lowers every mean "
-    "at no loss). The MM update keeps unused terms at 0 (and any zero beta_kn stays 0), so it "
-    "converges to a worse point than 'pg' and than scipy; 'pg' in turn contradicts the module "
-    "docstring that unused terms get zero weight."))
 def test_mm_reaches_the_optimum_with_an_unused_term_and_large_codes():
+    """Codes whose means overshoot the data: the optimum puts weight on the unused term.
+
+    Moving weight onto a term that never occurs lowers every mean at no cost.
+    The MM step's multiplier is then clamped at -c_spare (0 for an unused
+    term) and the spare mass goes there (`mm_update_row`), which reaches the
+    same optimum as projected gradient and scipy.
+    """
     X, layout, codes = tiny_problem(0, unused=(5,), code_scale=20.0)
     loss = PoissonLoss()
     start = np.full((2, X.shape[1]), 1.0 / X.shape[1])
-    reference, _ = scipy_optimum(loss, X, codes, 2, start)
-    _, value_pg, _ = update_dictionary(loss, layout, codes, start, method="pg", max_iter=20000,
-                                       tol=0.0)
-    assert value_pg == pytest.approx(reference, rel=1e-5)  # holds
-    _, value_mm, _ = update_dictionary(loss, layout, codes, start, method="mm", max_iter=20000,
-                                       tol=0.0)
-    assert value_mm == pytest.approx(reference, rel=1e-5)  # fails: MM stops far above
+    reference, ref_beta = scipy_optimum(loss, X, codes, 2, start)
+    assert np.all(ref_beta[:, 5] > 0.1)  # the optimum does use the unused term
+    beta_pg, value_pg, _ = update_dictionary(loss, layout, codes, start, method="pg",
+                                             max_iter=20000, tol=0.0)
+    assert value_pg == pytest.approx(reference, rel=1e-5)
+    beta_mm, value_mm, _ = update_dictionary(loss, layout, codes, start, method="mm",
+                                             max_iter=20000, tol=0.0)
+    assert value_mm == pytest.approx(reference, rel=1e-10)
+    assert value_mm <= reference * (1 + 1e-12)
+    assert_on_simplex(beta_mm)
+    np.testing.assert_allclose(beta_mm[:, 5], ref_beta[:, 5], rtol=1e-4)
+
+
+def test_mm_step_minimises_its_surrogate_when_the_codes_overshoot():
+    """KKT of the MM surrogate sum_n (c_n beta_n - a_n log beta_n) on the simplex.
+
+    beta_n = a_n / (c_n + nu) where a_n > 0, and c_n + nu >= 0 where a_n = 0,
+    with equality wherever such an entry gets weight (the spare mass).
+    """
+    from stc._core._simplex import mm_update_rows
+
+    rng = np.random.default_rng(3)
+    n = 12
+    beta = rng.dirichlet(np.ones(n), 3)
+    beta[:, [2, 7]] = 0.0  # a = 0 there
+    weighted = rng.uniform(0.1, 1.0, (n, 3))
+    code_sums = rng.uniform(5.0, 50.0, (3, n))  # c >> a: nu* << 0
+    code_sums[0, 7] = 0.0  # topic 0: a term that never occurs
+    code_sums[1, 2] = 1.0  # topic 1: a used term with a = 0 and a small c
+    multipliers = np.full(3, np.nan)
+    new = mm_update_rows(beta, weighted, code_sums, multipliers)
+    assert_on_simplex(new)
+    a = beta * weighted.T
+    for k in range(3):
+        positive = a[k] > 0
+        nu = multipliers[k]
+        np.testing.assert_allclose(new[k, positive], a[k, positive] / (code_sums[k, positive] + nu),
+                                   rtol=1e-12)
+        assert np.all(code_sums[k, ~positive] + nu >= -1e-12 * code_sums[k].max())
+        spare = ~positive & (new[k] > 0)
+        np.testing.assert_allclose(code_sums[k, spare] + nu, 0.0, atol=1e-12 * code_sums[k].max())
+    assert multipliers[0] == 0.0 and new[0, 7] > 0.5  # the unused term takes the spare mass
+    assert multipliers[1] == -1.0 and new[1, 2] > 0.5
+    # topic 2: either nu* >= -c_spare and the zeros stay, or the clamp applies
+    c_spare = code_sums[2, [2, 7]].min()
+    assert ((multipliers[2] > -c_spare and np.all(new[2, [2, 7]] == 0.0))
+            or multipliers[2] == -c_spare)
+
 
 # ---------------------------------------------------------------------------
 # The corpus objective of a full fit

@@ -61,8 +61,27 @@ cdef double simplex_threshold(const double* y, Py_ssize_t n, double radius,
 
 cdef void project_row(double* y, Py_ssize_t n, double radius,
                       double* active, double* waiting) noexcept nogil:
-    cdef double tau = simplex_threshold(y, n, radius, active, waiting)
+    """Project ``y`` in place.
+
+    The projection commutes with a shift of every entry, so the row is first
+    shifted by its largest entry: the threshold is then computed from values
+    in [-radius, 0] and keeps the precision of ``radius`` even when the
+    entries are ~1e308 (otherwise tau = y - radius rounds to y) or all equal
+    to -8e12 (the running means lose the 1/n of radius). Entries below
+    -radius can only get 0 (the threshold is at least -radius once the
+    largest entry is 0), so they are clamped there, which also keeps
+    differences such as 1e308 - (-1e308) from overflowing.
+    """
+    cdef double largest = y[0], tau
     cdef Py_ssize_t i
+    for i in range(1, n):
+        if y[i] > largest:
+            largest = y[i]
+    for i in range(n):
+        y[i] = y[i] - largest
+        if not y[i] > -radius:
+            y[i] = -radius
+    tau = simplex_threshold(y, n, radius, active, waiting)
     for i in range(n):
         y[i] = y[i] - tau if y[i] > tau else 0.0
 
@@ -72,8 +91,8 @@ def project_rows_onto_simplex(V, double radius=1.0, n_jobs=None):
 
     Returns a new C-contiguous float64 array; rows are handled in parallel.
     """
-    if not radius > 0:
-        raise ValueError(f"radius must be positive, got {radius!r}")
+    if not (radius > 0 and radius < 1e300):
+        raise ValueError(f"radius must be positive and finite (below 1e300), got {radius!r}")
     out = np.array(V, dtype=np.float64, order="C", copy=True, ndmin=2)
     if out.ndim != 2:
         raise ValueError(f"V must be 1-D or 2-D, got {out.ndim} dimensions")
@@ -85,13 +104,17 @@ def project_rows_onto_simplex(V, double radius=1.0, n_jobs=None):
     cdef Py_ssize_t n_rows = rows.shape[0], n = rows.shape[1], r
     cdef int n_threads = resolve_n_jobs(n_jobs)
     cdef double* active
-    cdef double* waiting
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     with nogil, parallel(num_threads=n_threads):
         active = <double*> malloc(2 * n * sizeof(double))
-        waiting = active + n
+        if active == NULL:
+            failed[0] = 1
         for r in prange(n_rows, schedule="static"):
-            project_row(&rows[r, 0], n, radius, active, waiting)
+            if active != NULL:
+                project_row(&rows[r, 0], n, radius, active, active + n)
         free(active)
+    if failed[0]:
+        raise MemoryError("could not allocate the work space of the simplex projection")
     return out
 
 
@@ -103,28 +126,33 @@ def project_onto_simplex(v, double radius=1.0):
     return project_rows_onto_simplex(v[None, :], radius)[0]
 
 
-cdef double row_multiplier(const double* a, const double* c, Py_ssize_t n,
-                           int max_iter, double nu_start=NAN) noexcept nogil:
-    """nu with sum_i a_i / (c_i + nu) = 1 over the entries with a_i > 0.
+cdef double shifted_row_multiplier(const double* a, const double* c, Py_ssize_t n,
+                                   int max_iter, double nu_start, double* c_min) noexcept nogil:
+    """u = nu + min c, where nu solves sum_i a_i / (c_i + nu) = 1 over the entries with a_i > 0.
 
-    Solved for u = nu + min c in (0, sum a], where the function is convex and
-    decreasing: safeguarded Newton (bisection when a step leaves the bracket),
-    denominators (c_i - min c) + u computed without cancellation. A finite
-    ``nu_start`` (e.g. the previous MM step's nu) is the first iterate when it
-    lies in the bracket; otherwise Newton starts at the bracket's middle.
+    ``c_min`` receives min{c_i : a_i > 0}. In u the function is convex and
+    decreasing on (0, sum a], where the root lies: safeguarded Newton
+    (bisection when a step leaves the bracket), denominators (c_i - min c) + u
+    computed without cancellation. The caller should form the same
+    denominators: when nu ~ -min c, c_i + nu would cancel (u may be 1e-20 and
+    min c 144, where nu = u - min c rounds to -min c). A finite ``nu_start``
+    (e.g. the previous MM step's nu) is the first iterate when it lies in the
+    bracket; otherwise Newton starts at the bracket's middle. NaN if every a
+    is zero.
     """
     cdef Py_ssize_t i
-    cdef double c_min = INFINITY, total = 0.0, low = 0.0, high, u, f, df, ratio, step, inverse
+    cdef double lowest = INFINITY, total = 0.0, low = 0.0, high, u, f, df, ratio, step, inverse
     cdef int it
     for i in range(n):
         if a[i] > 0.0:
             total += a[i]
-            if c[i] < c_min:
-                c_min = c[i]
+            if c[i] < lowest:
+                lowest = c[i]
+    c_min[0] = lowest
     if total == 0.0:
         return NAN
     high = total
-    u = nu_start + c_min
+    u = nu_start + lowest
     if not (u > 0.0 and u < high):  # also catches a NaN start
         u = 0.5 * high
     for it in range(max_iter):
@@ -132,7 +160,7 @@ cdef double row_multiplier(const double* a, const double* c, Py_ssize_t n,
         df = 0.0
         for i in range(n):
             if a[i] > 0.0:
-                inverse = 1.0 / ((c[i] - c_min) + u)  # one division per entry
+                inverse = 1.0 / ((c[i] - lowest) + u)  # one division per entry
                 ratio = a[i] * inverse
                 f += ratio
                 df -= ratio * inverse
@@ -149,7 +177,15 @@ cdef double row_multiplier(const double* a, const double* c, Py_ssize_t n,
             u = step
             break
         u = step
-    return u - c_min
+    return u
+
+
+cdef inline double row_multiplier(const double* a, const double* c, Py_ssize_t n,
+                                  int max_iter, double nu_start=NAN) noexcept nogil:
+    """nu with sum_i a_i / (c_i + nu) = 1 over the entries with a_i > 0 (NaN if a = 0)."""
+    cdef double lowest
+    cdef double u = shifted_row_multiplier(a, c, n, max_iter, nu_start, &lowest)
+    return u - lowest
 
 
 def simplex_multipliers(a_rows, c_rows, int max_iter=100, n_jobs=None):
@@ -171,16 +207,73 @@ def simplex_multipliers(a_rows, c_rows, int max_iter=100, n_jobs=None):
     return out
 
 
+cdef double mm_update_row(const double* a, const double* c, const double* beta_row,
+                          double* out, Py_ssize_t n, int max_iter,
+                          double nu_start) noexcept nogil:
+    """One topic of `mm_update_rows`: ``out`` receives the new row; returns nu.
+
+    The MM surrogate sum_n (c_n beta_n - a_n log beta_n) is minimised on the
+    simplex. Its KKT conditions give beta_n = a_n / (c_n + nu) where a_n > 0,
+    and require c_n + nu >= 0 where a_n = 0. So nu is the root nu* of the
+    multiplier equation unless nu* < -c_spare, c_spare the smallest c_n with
+    a_n = 0 (0 for a term that never occurs): then nu = -c_spare, and the mass
+    the other entries leave, 1 - sum a_n / (c_n - c_spare), goes to the
+    entries with a_n = 0 and c_n = c_spare (shared equally). This happens only
+    when the codes overshoot the data (nu* < 0): moving weight onto a term
+    that never occurs then lowers every mean at no cost, which is where the
+    exact minimiser of F goes too. A collapsed topic (every a_n = 0) is copied.
+    """
+    cdef double lowest, u, nu, spare = INFINITY, total = 0.0, slack
+    cdef Py_ssize_t i, n_spare = 0
+    u = shifted_row_multiplier(a, c, n, max_iter, nu_start, &lowest)
+    if u != u:  # NaN: collapsed topic, keep it
+        for i in range(n):
+            out[i] = beta_row[i]
+        return NAN
+    for i in range(n):
+        if not a[i] > 0.0 and c[i] < spare:
+            spare = c[i]
+    if u < lowest - spare:
+        nu = -spare
+        for i in range(n):
+            if a[i] > 0.0:
+                out[i] = a[i] / (c[i] - spare)
+                total = total + out[i]
+            else:
+                out[i] = 0.0
+                if c[i] == spare:
+                    n_spare += 1
+        slack = 1.0 - total if total < 1.0 else 0.0
+        for i in range(n):
+            if not a[i] > 0.0 and c[i] == spare:
+                out[i] = slack / n_spare
+        total = total + slack
+    elif u >= lowest:  # nu >= 0: c + nu >= 0 + 0 does not cancel
+        nu = u - lowest
+        for i in range(n):
+            out[i] = a[i] / (c[i] + nu) if a[i] > 0.0 else 0.0
+            total = total + out[i]
+    else:  # (c - min c) + u: c + nu could cancel (see shifted_row_multiplier)
+        nu = u - lowest
+        for i in range(n):
+            out[i] = a[i] / ((c[i] - lowest) + u) if a[i] > 0.0 else 0.0
+            total = total + out[i]
+    for i in range(n):
+        out[i] = out[i] / total
+    return nu
+
+
 def mm_update_rows(const double[:, ::1] beta, const double[:, ::1] weighted_sums,
                    const double[:, ::1] code_sums, double[::1] multipliers,
                    int max_iter=100, n_jobs=None):
     """The Poisson MM update of every topic (see `stc.dictionary`), topics in parallel.
 
     For topic k: a_n = beta_kn * weighted_sums[n, k], c_n = code_sums[k, n];
-    the new row is a_n / (c_n + nu_k), with nu_k from `row_multiplier` so that
-    it sums to one (then divided by its sum, for the last rounding error).
-    A topic whose a is all zero (no word codes: collapsed) is returned
-    unchanged. ``multipliers`` (K,) holds start values for nu (NaN: none)
+    the new row is a_n / (c_n + nu_k), with nu_k from `shifted_row_multiplier`
+    so that it sums to one (then divided by its sum, for the last rounding
+    error), or, when the codes overshoot the data, nu_k = -c_spare and the
+    spare mass on the entries with a_n = 0 (`mm_update_row`). A topic whose a
+    is all zero (no word codes: collapsed) is returned unchanged. ``multipliers`` (K,) holds start values for nu (NaN: none)
     and receives the new nu (NaN for collapsed topics); successive MM steps
     change nu little, so the previous step's values save Newton iterations.
     Returns the new (K, N) dictionary.
@@ -196,7 +289,6 @@ def mm_update_rows(const double[:, ::1] beta, const double[:, ::1] weighted_sums
     out = np.empty((n_topics, n), dtype=np.float64)
     cdef double[:, ::1] out_v = out
     cdef double* a
-    cdef double nu, total
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     with nogil, parallel(num_threads=n_threads):
         a = <double*> malloc((n if n > 0 else 1) * sizeof(double))
@@ -207,18 +299,8 @@ def mm_update_rows(const double[:, ::1] beta, const double[:, ::1] weighted_sums
                 continue
             for i in range(n):
                 a[i] = beta[k, i] * weighted_sums[i, k]
-            nu = row_multiplier(a, &code_sums[k, 0], n, max_iter, multipliers[k])
-            multipliers[k] = nu
-            if nu != nu:  # NaN: collapsed topic, keep it
-                for i in range(n):
-                    out_v[k, i] = beta[k, i]
-                continue
-            total = 0.0
-            for i in range(n):
-                out_v[k, i] = a[i] / (code_sums[k, i] + nu) if a[i] > 0.0 else 0.0
-                total = total + out_v[k, i]
-            for i in range(n):
-                out_v[k, i] = out_v[k, i] / total
+            multipliers[k] = mm_update_row(a, &code_sums[k, 0], &beta[k, 0], &out_v[k, 0], n,
+                                           max_iter, multipliers[k])
         free(a)
     if failed[0]:
         raise MemoryError("could not allocate the work space of the MM update")

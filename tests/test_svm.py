@@ -163,30 +163,6 @@ def test_vectorised_cuts_match_loops():
     assert c[5] == 0.0 and not np.any(G[5])
 
 
-@settings(max_examples=50, deadline=None)
-@given(
-    v=arrays(np.float64, st.integers(1, 12), elements=st.floats(-10, 10, allow_nan=False)),
-    radius=st.floats(0.1, 100.0),
-)
-def test_simplex_projection_is_euclidean_projection(v, radius):
-    candidates = [svm_module._project_simplex]
-    if svm_module._compiled_projection is not None:
-        candidates.append(svm_module._compiled_projection)
-    for project in candidates:
-        x = np.asarray(project(v, radius))
-        assert np.all(x >= 0)
-        assert x.sum() == pytest.approx(radius, rel=1e-9)
-        # variational characterisation: (v - x).(q - x) <= 0 for every vertex q
-        for i in range(v.size):
-            q = np.zeros(v.size)
-            q[i] = radius
-            assert (v - x) @ (q - x) <= 1e-9 * (1 + radius) * (1 + np.abs(v).max())
-    capped = svm_module._project_capped(v, radius)
-    assert np.all(capped >= 0) and capped.sum() <= radius * (1 + 1e-12)
-    if np.maximum(v, 0).sum() <= radius:
-        np.testing.assert_array_equal(capped, np.maximum(v, 0))
-
-
 # ---------------------------------------------------------------------------
 # Optimality: agreement with liblinear's Crammer-Singer solver
 # ---------------------------------------------------------------------------
@@ -407,9 +383,13 @@ def test_input_validation():
         CuttingPlaneSVM().predict(X)
     with pytest.raises(NotFittedError):
         CuttingPlaneSVM().decision_function(X)
-    for params in ({"C": -1.0}, {"cost": 0.0}, {"tol": -1e-3}, {"max_iter": 0}, {"qp_max_iter": 1.5}):
+    # the estimators' constraints table: a wrong type is a TypeError, a bad value a ValueError
+    for params, error in (({"C": -1.0}, ValueError), ({"cost": 0.0}, ValueError),
+                          ({"tol": -1e-3}, ValueError), ({"max_iter": 0}, ValueError),
+                          ({"C": np.inf}, ValueError), ({"qp_max_iter": 1.5}, TypeError),
+                          ({"warm_start": 1}, TypeError), ({"cost": "1"}, TypeError)):
         model = CuttingPlaneSVM(**params)  # no validation in __init__
-        with pytest.raises(ValueError):
+        with pytest.raises(error, match=next(iter(params))):
             model.fit(X, y)
     with pytest.raises(ValueError, match="class"):
         CuttingPlaneSVM().fit(X, y, sample_weight=(y == 1).astype(float))

@@ -89,18 +89,10 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-try:  # scikit-learn >= 1.6
-    from sklearn.utils.validation import validate_data as _validate_data
-except ImportError:  # pragma: no cover - older scikit-learn
+from sklearn.utils.validation import validate_data
 
-    def _validate_data(estimator, *args, **kwargs):
-        return estimator._validate_data(*args, **kwargs)
-
-
-try:
-    from stc._core._simplex import project_onto_simplex as _compiled_projection
-except ImportError:  # pragma: no cover - extension not built
-    _compiled_projection = None
+from stc._core._simplex import project_onto_simplex
+from stc._validation import InstanceOf, Interval, validate_params
 
 __all__ = [
     "CuttingPlaneSVM",
@@ -118,31 +110,14 @@ _MAX_IDLE = 50
 
 
 # ---------------------------------------------------------------------------
-# Simplex projection (used for warm-start repair of alpha)
+# Projection onto the capped simplex (used for warm-start repair of alpha)
 # ---------------------------------------------------------------------------
-def _project_simplex(v, radius=1.0):
-    """Euclidean projection of a 1-D array onto {x >= 0, sum(x) = radius}.
-
-    Sort-based fallback used when the compiled ``stc._core._simplex`` module
-    is not available.
-    """
-    v = np.asarray(v, dtype=np.float64)
-    u = np.sort(v)[::-1]
-    css = np.cumsum(u) - radius
-    k = np.arange(1, v.size + 1)
-    rho = np.nonzero(u - css / k > 0)[0][-1]
-    tau = css[rho] / (rho + 1.0)
-    return np.maximum(v - tau, 0.0)
-
-
 def _project_capped(v, radius):
     """Projection onto {x >= 0, sum(x) <= radius}."""
     w = np.maximum(np.asarray(v, dtype=np.float64), 0.0)
     if w.sum() <= radius:
         return w
-    if _compiled_projection is not None:
-        return np.asarray(_compiled_projection(v, radius), dtype=np.float64)
-    return _project_simplex(v, radius)
+    return np.asarray(project_onto_simplex(v, radius), dtype=np.float64)
 
 
 # ---------------------------------------------------------------------------
@@ -478,6 +453,39 @@ def _qp_loop(H, c, alpha, C, tol, max_iter, diag, tau, g):
 # ---------------------------------------------------------------------------
 # Estimator
 # ---------------------------------------------------------------------------
+def _sample_shares(sample_weight, y_index):
+    """s_d of the averaged hinge: 1/D, or the normalised non-negative sample weights."""
+    n_samples = y_index.shape[0]
+    if sample_weight is None:
+        return np.full(n_samples, 1.0 / n_samples)
+    sw = np.asarray(sample_weight, dtype=np.float64)
+    if sw.ndim != 1 or sw.shape[0] != n_samples:
+        raise ValueError(f"sample_weight.shape == {sw.shape}, expected ({n_samples},)")
+    if not np.all(np.isfinite(sw)) or np.any(sw < 0):
+        raise ValueError("sample_weight must be finite and non-negative")
+    if np.unique(y_index[sw > 0]).size < 2:
+        raise ValueError(
+            "sample_weight is zero for all samples except those of a "
+            "single class; at least 2 classes need positive weight"
+        )
+    return sw / sw.sum()
+
+
+def _solve_restricted(ws, C, qp_tol, qp_max_iter):
+    """Solve the dual QP on the working set; return W, its slack xi, D(alpha), the QP gap, steps."""
+    m = ws.m
+    qp_steps = _solve_qp(ws.H[:m, :m], ws.c[:m], ws.alpha[:m], C, qp_tol, qp_max_iter)
+    alpha = ws.alpha[:m]
+    W = alpha @ ws.G[:m]
+    slack = ws.c[:m] - ws.G[:m] @ W
+    slack[0] = 0.0
+    xi = float(slack.max())
+    sq = float(W @ W)
+    dual = float(alpha @ ws.c[:m]) - 0.5 * sq
+    gap = C * xi - float(alpha @ slack)
+    return W, xi, dual, gap, qp_steps
+
+
 class CuttingPlaneSVM(ClassifierMixin, BaseEstimator):
     """Crammer-Singer multi-class linear SVM, 1-slack cutting-plane solver.
 
@@ -552,21 +560,15 @@ class CuttingPlaneSVM(ClassifierMixin, BaseEstimator):
         self.warm_start = warm_start
         self.verbose = verbose
 
-    # -- validation -------------------------------------------------------
-    def _check_params(self):
-        for name in ("C", "cost", "tol"):
-            value = getattr(self, name)
-            if (
-                not isinstance(value, numbers.Real)
-                or isinstance(value, bool)
-                or not np.isfinite(value)
-                or value <= 0
-            ):
-                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-        for name in ("max_iter", "qp_max_iter"):
-            value = getattr(self, name)
-            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    _parameter_constraints = {
+        "C": [Interval(numbers.Real, 0, None, closed="neither")],
+        "cost": [Interval(numbers.Real, 0, None, closed="neither")],
+        "tol": [Interval(numbers.Real, 0, None, closed="neither")],
+        "max_iter": [Interval(numbers.Integral, 1, None)],
+        "qp_max_iter": [Interval(numbers.Integral, 1, None)],
+        "warm_start": [InstanceOf(bool, np.bool_, description="a bool")],
+        "verbose": [Interval(numbers.Integral, 0, None)],
+    }
 
     # -- fitting ----------------------------------------------------------
     def fit(self, X, y, sample_weight=None):
@@ -584,8 +586,9 @@ class CuttingPlaneSVM(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        self._check_params()
-        X, y = _validate_data(self, X, y, dtype=np.float64, order="C")
+        validate_params(self.get_params(deep=False), self._parameter_constraints,
+                        type(self).__name__)
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C")
         check_classification_targets(y)
         classes, y_index = np.unique(y, return_inverse=True)
         y_index = y_index.astype(np.intp).ravel()
@@ -594,116 +597,19 @@ class CuttingPlaneSVM(ClassifierMixin, BaseEstimator):
                 "CuttingPlaneSVM needs samples of at least 2 classes in the "
                 f"data, but the data contains only one class: {classes[0]!r}"
             )
-        n_samples, n_features = X.shape
-        n_classes = classes.shape[0]
-
-        if sample_weight is None:
-            s = np.full(n_samples, 1.0 / n_samples)
-        else:
-            sw = np.asarray(sample_weight, dtype=np.float64)
-            if sw.ndim != 1 or sw.shape[0] != n_samples:
-                raise ValueError(
-                    f"sample_weight.shape == {sw.shape}, expected ({n_samples},)"
-                )
-            if not np.all(np.isfinite(sw)) or np.any(sw < 0):
-                raise ValueError("sample_weight must be finite and non-negative")
-            if np.unique(y_index[sw > 0]).size < 2:
-                raise ValueError(
-                    "sample_weight is zero for all samples except those of a "
-                    "single class; at least 2 classes need positive weight"
-                )
-            s = sw / sw.sum()
-
-        C = float(self.C)
-        cost = float(self.cost)
-        eps = float(self.tol) * cost
-        qp_tol = _QP_REL_TOL * C * eps
-        n_dims = n_classes * n_features
-
-        ws = _WorkingSet(n_dims, n_samples, C)
+        s = _sample_shares(sample_weight, y_index)
+        C, cost = float(self.C), float(self.cost)
+        n_classes, n_features = classes.shape[0], X.shape[1]
+        ws = _WorkingSet(n_classes * n_features, X.shape[0], C)
         delta = _loss_matrix(y_index, n_classes, cost)
-        warm = (
-            self.warm_start
-            and hasattr(self, "coef_")
-            and self.coef_.shape == (n_classes, n_features)
-            and np.array_equal(self.classes_, classes)
-        )
-        if warm and self._labellings.shape[1] == n_samples and self._labellings.shape[0] > 0:
-            # Re-evaluate the previous cuts (labellings) on the new data.
-            c_new, G_new = _build_cuts(
-                self._labellings.astype(np.intp), X, y_index, s, cost, n_classes
-            )
-            alpha = self._alpha_cuts * (C / self._C_fit)
-            alpha = _project_capped(alpha, C)
-            ws.add(c_new, G_new, self._labellings, alpha)
-            ws.alpha[0] = max(C - alpha.sum(), 0.0)
-        elif warm:
-            # Labellings are meaningless for a different sample set: seed the
-            # working set with the most violated labelling at the old W.
-            ybar, _ = _oracle(self.coef_, X, y_index, cost, delta)
-            c_new, G_new = _build_cuts(ybar[None, :], X, y_index, s, cost, n_classes)
-            if c_new[0] > 0:
-                ws.add(c_new, G_new, ybar[None, :])
-
-        def solve():
-            m = ws.m
-            qp_steps = _solve_qp(
-                ws.H[:m, :m], ws.c[:m], ws.alpha[:m], C, qp_tol, self.qp_max_iter
-            )
-            alpha = ws.alpha[:m]
-            W = alpha @ ws.G[:m]
-            slack = ws.c[:m] - ws.G[:m] @ W
-            slack[0] = 0.0
-            xi = float(slack.max())
-            sq = float(W @ W)
-            dual = float(alpha @ ws.c[:m]) - 0.5 * sq
-            gap = C * xi - float(alpha @ slack)
-            return W, xi, dual, gap, qp_steps
-
-        if ws.m > 1:
-            W, xi, dual, qp_gap, _ = solve()
-        else:
-            W, xi, dual, qp_gap = np.zeros(n_dims), 0.0, 0.0, 0.0
-
-        n_iter = 0
-        converged = False
-        stalled = False
-        while True:
-            n_iter += 1
-            ybar, hinge_d = _oracle(
-                W.reshape(n_classes, n_features), X, y_index, cost, delta
-            )
-            hinge = float(s @ hinge_d)
-            primal = 0.5 * float(W @ W) + C * hinge
-            if self.verbose:
-                print(
-                    f"[CuttingPlaneSVM] iter {n_iter:4d} cuts {ws.m - 1:4d} "
-                    f"primal {primal:.8g} dual {dual:.8g} "
-                    f"violation {hinge - xi:.3g} qp_gap {qp_gap:.3g}"
-                )
-            violated = hinge > xi + eps
-            if not violated and qp_gap <= qp_tol:
-                converged = True
-                break
-            if n_iter >= self.max_iter or (stalled and not violated):
-                break
-            if violated:
-                c_new, G_new = _build_cuts(ybar[None, :], X, y_index, s, cost, n_classes)
-                ws.add(c_new, G_new, ybar[None, :])
-            W, xi, dual, qp_gap, qp_steps = solve()
-            stalled = qp_steps == 0 and not violated
-            ws.drop_idle()
-
-        if not converged:
-            if stalled:
-                msg = (
-                    "the restricted QP could not reach its tolerance (round-off); "
-                    "tol is too small for double precision"
-                )
-            else:
-                msg = f"max_iter={self.max_iter} iterations reached; increase max_iter or tol"
-            warnings.warn(f"CuttingPlaneSVM did not converge: {msg}.", ConvergenceWarning)
-
+        if (self.warm_start and hasattr(self, "coef_")
+                and self.coef_.shape == (n_classes, n_features)
+                and np.array_equal(self.classes_, classes)):
+            self._seed_working_set(ws, X, y_index, s, delta)
+        W, primal, dual, n_iter, problem = self._cutting_planes(ws, X, y_index, s, delta,
+                                                                n_classes)
+        if problem is not None:
+            warnings.warn(f"CuttingPlaneSVM did not converge: {problem}.", ConvergenceWarning)
         m = ws.m
         active = np.nonzero(ws.alpha[1:m] > 0)[0] + 1
         self._labellings = ws.labels[active].copy()
@@ -717,6 +623,71 @@ class CuttingPlaneSVM(ClassifierMixin, BaseEstimator):
         self.dual_objective_ = dual
         return self
 
+    def _seed_working_set(self, ws, X, y_index, s, delta):
+        """Warm start: the previous fit's cuts, re-evaluated on the new data (see module doc)."""
+        C, cost, n_classes = float(self.C), float(self.cost), self.coef_.shape[0]
+        if self._labellings.shape[1] == X.shape[0] and self._labellings.shape[0] > 0:
+            # Re-evaluate the previous cuts (labellings) on the new data.
+            c_new, G_new = _build_cuts(
+                self._labellings.astype(np.intp), X, y_index, s, cost, n_classes
+            )
+            alpha = self._alpha_cuts * (C / self._C_fit)
+            alpha = _project_capped(alpha, C)
+            ws.add(c_new, G_new, self._labellings, alpha)
+            ws.alpha[0] = max(C - alpha.sum(), 0.0)
+        else:
+            # Labellings are meaningless for a different sample set: seed the
+            # working set with the most violated labelling at the old W.
+            ybar, _ = _oracle(self.coef_, X, y_index, cost, delta)
+            c_new, G_new = _build_cuts(ybar[None, :], X, y_index, s, cost, n_classes)
+            if c_new[0] > 0:
+                ws.add(c_new, G_new, ybar[None, :])
+
+    def _cutting_planes(self, ws, X, y_index, s, delta, n_classes):
+        """Alg. 4 of Joachims et al.: add the most violated cut, re-solve the QP, repeat.
+
+        Returns (W flattened, primal P(W), dual D(alpha), iterations, None or
+        why it stopped before the stopping rule held).
+        """
+        C, cost = float(self.C), float(self.cost)
+        eps = float(self.tol) * cost
+        qp_tol = _QP_REL_TOL * C * eps
+        n_features = X.shape[1]
+        if ws.m > 1:
+            W, xi, dual, qp_gap, _ = _solve_restricted(ws, C, qp_tol, self.qp_max_iter)
+        else:
+            W, xi, dual, qp_gap = np.zeros(n_classes * n_features), 0.0, 0.0, 0.0
+        n_iter = 0
+        stalled = False
+        while True:
+            n_iter += 1
+            ybar, hinge_d = _oracle(W.reshape(n_classes, n_features), X, y_index, cost, delta)
+            hinge = float(s @ hinge_d)
+            primal = 0.5 * float(W @ W) + C * hinge
+            if self.verbose:
+                print(
+                    f"[CuttingPlaneSVM] iter {n_iter:4d} cuts {ws.m - 1:4d} "
+                    f"primal {primal:.8g} dual {dual:.8g} "
+                    f"violation {hinge - xi:.3g} qp_gap {qp_gap:.3g}"
+                )
+            violated = hinge > xi + eps
+            if not violated and qp_gap <= qp_tol:
+                return W, primal, dual, n_iter, None
+            if n_iter >= self.max_iter or (stalled and not violated):
+                break
+            if violated:
+                c_new, G_new = _build_cuts(ybar[None, :], X, y_index, s, cost, n_classes)
+                ws.add(c_new, G_new, ybar[None, :])
+            W, xi, dual, qp_gap, qp_steps = _solve_restricted(ws, C, qp_tol, self.qp_max_iter)
+            stalled = qp_steps == 0 and not violated
+            ws.drop_idle()
+        if stalled:
+            why = ("the restricted QP could not reach its tolerance (round-off); "
+                   "tol is too small for double precision")
+        else:
+            why = f"max_iter={self.max_iter} iterations reached; increase max_iter or tol"
+        return W, primal, dual, n_iter, why
+
     # -- prediction -------------------------------------------------------
     def decision_function(self, X):
         """Class scores.
@@ -726,7 +697,7 @@ class CuttingPlaneSVM(ClassifierMixin, BaseEstimator):
         score(classes_[0])`` for two classes (scikit-learn's convention).
         """
         check_is_fitted(self)
-        X = _validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
         scores = X @ self.coef_.T
         if scores.shape[1] == 2:
             return scores[:, 1] - scores[:, 0]

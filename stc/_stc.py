@@ -14,8 +14,11 @@ from stc.coding import (CodingProblem, code_new_documents, initial_codes,
                         start_value_in_domain)
 from stc.dictionary import CorpusLayout
 from stc.losses import CompiledLoss, PythonLoss, get_loss
-from stc.training import (CodingStep, DictionaryStep, ProgressPrinter, TrainingState,
-                          alternate, count_capped, relative_decrease_below, warn_if_unfinished)
+from stc.online import (check_online_loss, learn_from_batch, learning_rate,
+                        introduce_new_terms, OnlineStatistics)
+from stc.training import (CodingStep, DictionaryStep, OnlineProgressPrinter, ProgressPrinter,
+                          TrainingState, StopRequest, alternate, count_capped,
+                          relative_decrease_below, warn_if_unfinished)
 
 
 def initial_dictionary(X, n_topics, random_state, docs_per_topic=5, corpus_share=0.2):
@@ -99,17 +102,53 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     random_state : int, RandomState or None, default=None
         Seeds the initial topics.
     verbose : int, default=0
-        When > 0, print one line per outer iteration to stderr: objective,
-        share of zero codes, elapsed and estimated remaining time.
+        When > 0, print progress to stderr. Batch learning: one line per
+        outer iteration (objective, share of zero codes, elapsed and
+        estimated remaining time). Online learning: pass, batch, objective
+        per document of the latest batches, elapsed and remaining time,
+        about ten lines per pass (every batch when ``verbose >= 2``).
+    learning_method : {"batch", "online"}, default="batch"
+        ``"batch"``: alternate coding of the whole corpus and dictionary
+        steps until ``tol`` or ``max_iter`` (all word codes in memory).
+        ``"online"``: ``fit`` makes ``n_passes`` passes over the documents
+        in shuffled mini-batches of ``batch_size``; each batch is coded with
+        the current topics, then a stochastic dictionary step updates them
+        (see ``partial_fit``). Memory grows with the batch, not the corpus.
+        Online learning needs the Poisson loss (its MM dictionary step).
+    batch_size : int, default=256
+        Documents per mini-batch (online learning, ``fit_stream`` excepted:
+        there the batches come as given).
+    learning_decay : float, default=0.7
+        kappa in the weight rho_t = (``learning_offset`` + t) ** -kappa of the
+        t-th batch in the running statistics; in (0.5, 1] the weights meet
+        the usual conditions for stochastic approximation to converge.
+    learning_offset : float, default=10.0
+        tau0 in rho_t (above); larger values give early batches less weight.
+    n_passes : int, default=3
+        Passes over the documents made by ``fit`` and ``fit_stream`` with
+        online learning (``max_iter`` and ``tol`` apply to batch learning).
 
     Attributes
     ----------
     components_ : ndarray of shape (n_topics, n_features)
         Topics beta, each on the probability simplex.
     objective_ : ndarray of shape (n_iter,)
-        Objective (2) after each outer iteration (never increases).
+        Batch learning: objective (2) after each outer iteration (never
+        increases). Online ``fit``: for each pass, the sum over its batches
+        of each batch's objective (2) at the topics it was coded with.
+        ``partial_fit``: that objective for every batch seen.
     n_iter_ : int
-        Outer iterations run.
+        Outer iterations run (batch learning), passes made (online ``fit``
+        and ``fit_stream``) or batches seen (``partial_fit``).
+    n_batch_iter_ : int
+        Mini-batches learned from (online learning only).
+    online_responsibilities_ : ndarray of shape (n_topics, n_features)
+        Online learning's running per-document average of the MM step's
+        sums ``beta_kn sum_j s_jk y_j / mean_j``; with
+        ``online_code_sums_`` (the average of ``sum_j s_jk``) it determines the
+        topics and lets ``partial_fit`` go on after a save and load.
+    online_code_sums_ : ndarray of shape (n_topics, n_features)
+        See ``online_responsibilities_``.
     interrupted_ : bool
         True when the fit was stopped by Ctrl-C (the model holds what it had learned).
     n_features_in_ : int
@@ -144,12 +183,18 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         "n_jobs": N_JOBS,
         "random_state": RANDOM_STATE,
         "verbose": [Interval(numbers.Integral, 0, None)],
+        "learning_method": [Options("batch", "online")],
+        "batch_size": [Interval(numbers.Integral, 1, None)],
+        "learning_decay": [Interval(numbers.Real, 0.5, 1.0, closed="right")],
+        "learning_offset": [Interval(numbers.Real, 0, None)],
+        "n_passes": [Interval(numbers.Integral, 1, None)],
     }
 
     def __init__(self, n_topics=20, *, lambda_=0.1, gamma=None, rho=0.01, loss="poisson",
                  theta_penalty="l2", code_penalty="l1", max_iter=100, tol=1e-4,
                  inner_max_iter=50, inner_tol=1e-4, dictionary_max_iter=3, n_jobs=None,
-                 random_state=None, verbose=0):
+                 random_state=None, verbose=0, learning_method="batch", batch_size=256,
+                 learning_decay=0.7, learning_offset=10.0, n_passes=3):
         self.n_topics = n_topics
         self.lambda_ = lambda_
         self.gamma = gamma
@@ -165,6 +210,11 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
+        self.learning_method = learning_method
+        self.batch_size = batch_size
+        self.learning_decay = learning_decay
+        self.learning_offset = learning_offset
+        self.n_passes = n_passes
 
     # ---- parameter and input checks
 
@@ -198,12 +248,152 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         """Learn the topics from the document-term count matrix ``X``."""
         start = time.perf_counter()
         problem = self._coding_problem()
+        if self.learning_method == "online":
+            check_online_loss(problem.loss)
         X = self._validate_X(X, reset=True, loss=problem.loss)
         check_training_corpus(X)
-        state = self._initial_state(X, problem.loss)
-        self._run(state, problem, CodingStep(problem, self.n_jobs))
+        if self.learning_method == "online":
+            rng = check_random_state(self.random_state)
+            self._forget_online_state()
+
+            def shuffled_batches():
+                order = rng.permutation(X.shape[0])
+                for first in range(0, X.shape[0], self.batch_size):
+                    batch = X[order[first:first + self.batch_size]]
+                    batch.indices = batch.indices.astype(np.int32, copy=False)
+                    batch.indptr = batch.indptr.astype(np.int32, copy=False)
+                    yield batch
+
+            n_batches = -(-X.shape[0] // self.batch_size)
+            self._online_passes(problem, shuffled_batches, n_batches, rng)
+        else:
+            self._forget_online_state()
+            state = self._initial_state(X, problem.loss)
+            self._run(state, problem, CodingStep(problem, self.n_jobs))
         self.fit_time_ = time.perf_counter() - start
         return self
+
+    # ---- online learning
+
+    def partial_fit(self, X, y=None):
+        """Learn from one mini-batch of documents ``X`` (online learning).
+
+        The batch is coded with the current topics (the first call draws
+        them from the batch, seeded by ``random_state``), then one
+        stochastic dictionary step moves the topics, with the batch weighted
+        by rho_t = (``learning_offset`` + t) ** -``learning_decay`` in the
+        running statistics. Only the batch's word codes are held. Works
+        after ``fit`` too (either learning method): the topics learned so far
+        are the starting point. Needs the Poisson loss.
+        """
+        start = time.perf_counter()
+        problem = self._coding_problem()
+        check_online_loss(problem.loss)
+        first = not hasattr(self, "components_")
+        X = self._validate_X(X, reset=first, loss=problem.loss)
+        if first:
+            check_training_corpus(X)
+            self._forget_online_state()
+        outcome = self._learn_batch(problem, X, check_random_state(self.random_state))
+        self._batch_objectives = getattr(self, "_batch_objectives", []) + [outcome.objective]
+        self.objective_ = np.asarray(self._batch_objectives)
+        self.n_iter_ = self.n_batch_iter_
+        self.interrupted_ = False
+        if outcome.capped_documents:
+            warn_if_unfinished(self, True, False, outcome.capped_documents)
+        self.fit_time_ = time.perf_counter() - start
+        return self
+
+    def fit_stream(self, batches, y=None):
+        """Learn the topics online from an iterable of document-term count batches.
+
+        ``batches`` yields CSR matrices (or anything ``fit`` accepts) with the
+        same number of columns, e.g. `stc.io.iter_svmlight_batches` reading
+        a file in chunks; the corpus need never be in memory at once. It must
+        be iterable again (not a one-shot generator) when ``n_passes > 1``.
+        Each batch goes to ``partial_fit``'s step, in the order given (no
+        shuffling: shuffle the stream beforehand if it is sorted, e.g. by
+        class). Starts afresh, like ``fit``.
+        """
+        start = time.perf_counter()
+        problem = self._coding_problem()
+        check_online_loss(problem.loss)
+        if iter(batches) is batches and self.n_passes > 1:
+            raise TypeError(f"batches is a one-shot iterator but n_passes={self.n_passes}: "
+                            "pass an iterable that can be iterated again (e.g. a list or a "
+                            "stc.io batch reader) or set n_passes=1")
+        rng = check_random_state(self.random_state)
+        for name in ("components_", "n_features_in_"):
+            if hasattr(self, name):
+                delattr(self, name)
+        self._forget_online_state()
+
+        def validated_batches():
+            for batch in batches:
+                first = not hasattr(self, "components_")
+                batch = self._validate_X(batch, reset=first, loss=problem.loss)
+                if first:
+                    check_training_corpus(batch)
+                yield batch
+
+        self._online_passes(problem, validated_batches, None, rng)
+        self.fit_time_ = time.perf_counter() - start
+        return self
+
+    def _forget_online_state(self):
+        for name in ("components_", "online_responsibilities_", "online_code_sums_",
+                     "n_batch_iter_", "_batch_objectives"):
+            if hasattr(self, name):
+                delattr(self, name)
+
+    def _learn_batch(self, problem, X, rng):
+        """One mini-batch: code it, take the stochastic dictionary step; returns its outcome."""
+        if not hasattr(self, "components_"):
+            self.components_ = initial_dictionary(X, self.n_topics, rng)
+        self.components_ = introduce_new_terms(self.components_, X)
+        statistics = None
+        if hasattr(self, "online_responsibilities_"):
+            statistics = OnlineStatistics(self.online_responsibilities_, self.online_code_sums_)
+        self.n_batch_iter_ = getattr(self, "n_batch_iter_", 0) + 1
+        rho = learning_rate(self.n_batch_iter_, self.learning_offset, self.learning_decay)
+        beta, statistics, outcome = learn_from_batch(
+            problem, X, self.components_, statistics, rho,
+            max_steps=self.dictionary_max_iter, n_jobs=self.n_jobs)
+        self.components_ = beta
+        self.online_responsibilities_ = statistics.responsibilities
+        self.online_code_sums_ = statistics.code_sums
+        return outcome
+
+    def _online_passes(self, problem, make_batches, n_batches, rng):
+        """``n_passes`` passes over ``make_batches()``; sets the fitted attributes."""
+        progress = (OnlineProgressPrinter(self.n_passes, n_batches, every_batch=self.verbose >= 2)
+                    if self.verbose else None)
+        pass_objectives, capped = [], 0
+        with StopRequest() as stop:
+            for pass_number in range(1, self.n_passes + 1):
+                total = 0.0
+                for batch_number, X in enumerate(make_batches(), start=1):
+                    if X.shape[0] == 0:
+                        continue
+                    outcome = self._learn_batch(problem, X, rng)
+                    total += outcome.objective
+                    capped += outcome.capped_documents
+                    if progress is not None:
+                        progress(pass_number, batch_number, outcome)
+                    if stop.requested:
+                        break
+                if not hasattr(self, "components_"):
+                    raise ValueError("batches yielded no document to learn from")
+                pass_objectives.append(total)
+                if progress is not None:
+                    progress.end_pass(pass_number, batch_number, total)
+                if stop.requested:
+                    break
+        self.objective_ = np.asarray(pass_objectives)
+        self.n_iter_ = len(pass_objectives)
+        self.interrupted_ = stop.requested
+        # A fixed number of passes: there is no convergence test to fail.
+        warn_if_unfinished(self, True, stop.requested, capped)
 
     def _initial_state(self, X, loss):
         beta = initial_dictionary(X, self.n_topics, self.random_state)

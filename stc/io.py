@@ -24,6 +24,7 @@ model that remembers its vocabulary, reads new data into the model's terms.
 """
 import bz2
 import gzip
+import io
 import os
 import re
 
@@ -38,8 +39,8 @@ from stc.datasets import stopwords as builtin_stopwords
 from stc.datasets._newsgroups import _as_counts, _read_vocabulary
 
 __all__ = [
-    "FORMATS", "TOKEN_PATTERN", "align_to_vocabulary", "detect_format", "labels_of",
-    "load_corpus", "read_labels", "read_matrix_market", "read_svmlight", "read_text_folder",
+    "FORMATS", "TOKEN_PATTERN", "align_to_vocabulary", "detect_format", "iter_batches",
+    "iter_matrix_market_batches", "iter_svmlight_batches", "labels_of", "load_corpus", "read_labels", "read_matrix_market", "read_svmlight", "read_text_folder",
     "read_vocabulary", "resolve_stop_words",
 ]
 
@@ -269,6 +270,191 @@ def read_matrix_market(path, vocabulary=None, *, labels=None):
             raise ValueError(f"{path} holds {X.shape[0]} documents but {target.size} labels "
                              "were given")
     return _corpus(X, format="matrix-market", target=target, vocabulary=vocabulary)
+
+
+# ---------------------------------------------------------------------------
+# Reading in chunks (online learning from a file larger than memory)
+# ---------------------------------------------------------------------------
+
+class _BatchReader:
+    """Re-iterable: every ``iter()`` opens the file again and yields its CSR batches."""
+
+    def __init__(self, read_batches, description):
+        self._read_batches, self._description = read_batches, description
+
+    def __iter__(self):
+        return self._read_batches()
+
+    def __repr__(self):
+        return f"<batches of {self._description}>"
+
+
+def _check_batch_size(batch_size):
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
+        raise TypeError(f"batch_size must be an int, got {type(batch_size).__name__}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+
+
+def _svmlight_data_lines(path):
+    """The non-blank, non-comment lines of an SVMlight file, as bytes."""
+    with _open_binary(path) as handle:
+        for line in handle:
+            stripped = line.strip()
+            if stripped and not stripped.startswith(b"#"):
+                yield line if line.endswith(b"\n") else line + b"\n"
+
+
+def _svmlight_width(path, zero_based):
+    """Columns an SVMlight file needs: one more than its largest term index (zero-based)."""
+    largest = -1
+    for line in _svmlight_data_lines(path):
+        for token in line.split(b"#", 1)[0].split()[1:]:
+            if b":" in token and not token.startswith(b"qid:"):
+                largest = max(largest, int(token.split(b":", 1)[0]))
+    return largest + 1 if zero_based else max(largest, 0)
+
+
+def iter_svmlight_batches(path, batch_size=1000, vocabulary=None, *, n_features=None,
+                          zero_based=True):
+    """Read an SVMlight/LibSVM file of word counts ``batch_size`` documents at a time.
+
+    Returns a re-iterable object: each iteration reads the file from the
+    start and yields CSR count matrices of at most ``batch_size`` rows, the
+    same rows `read_svmlight` reads, with the same columns. Only one batch is
+    in memory at a time, so ``STC(learning_method="online").fit_stream``
+    can learn from a file larger than memory. The width comes from
+    ``vocabulary`` (a path or a sequence of terms) or ``n_features``; with
+    neither, one extra pass over the file finds the largest term index.
+    Labels are not returned.
+    """
+    path = os.fspath(path)
+    _check_batch_size(batch_size)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path} not found")
+    vocabulary = _as_vocabulary(vocabulary)
+    if vocabulary is not None:
+        if n_features is not None and n_features != vocabulary.size:
+            raise ValueError(f"n_features={n_features} but the vocabulary lists "
+                             f"{vocabulary.size} terms")
+        n_features = vocabulary.size
+    if n_features is None:
+        n_features = _svmlight_width(path, zero_based)
+
+    def parse(lines):
+        try:
+            X, _ = load_svmlight_file(io.BytesIO(b"".join(lines)), n_features=n_features,
+                                      zero_based=zero_based)
+        except ValueError as exc:
+            raise ValueError(f"could not read SVMlight file {path}: {exc}") from None
+        return _as_counts(X)
+
+    def read_batches():
+        lines = []
+        for line in _svmlight_data_lines(path):
+            lines.append(line)
+            if len(lines) == batch_size:
+                yield parse(lines)
+                lines = []
+        if lines:
+            yield parse(lines)
+
+    return _BatchReader(read_batches, f"{batch_size} documents of {path}")
+
+
+def _matrix_market_header(handle, path):
+    """(rows, columns, entries, field) of a coordinate Matrix Market file; reads to the data."""
+    banner = handle.readline().decode("ascii", errors="replace").split()
+    if len(banner) < 5 or banner[0] != "%%MatrixMarket" or banner[1].lower() != "matrix":
+        raise ValueError(f"{path} is not a Matrix Market matrix file")
+    layout, field, symmetry = (word.lower() for word in banner[2:5])
+    if layout != "coordinate" or symmetry != "general":
+        raise ValueError(f"{path} is a {layout} {symmetry} Matrix Market file; reading in "
+                         "batches needs the coordinate general layout (sparse, rows stored "
+                         "in order): use read_matrix_market")
+    if field not in ("real", "integer", "pattern"):
+        raise ValueError(f"{path} holds {field} values; word counts must be real or integer")
+    for line in handle:
+        if line.strip() and not line.startswith(b"%"):
+            n_rows, n_columns, n_entries = (int(word) for word in line.split())
+            return n_rows, n_columns, n_entries, field
+    raise ValueError(f"{path} has no size line")
+
+
+def iter_matrix_market_batches(path, batch_size=1000, vocabulary=None):
+    """Read a Matrix Market file of word counts ``batch_size`` documents (rows) at a time.
+
+    Returns a re-iterable object like `iter_svmlight_batches`: the batches
+    are the rows `read_matrix_market` reads, in order, with all the file's
+    columns (empty documents included). The file must be in the coordinate
+    layout with its entries in row order, as ``scipy.io.mmwrite`` writes a
+    CSR matrix; entries out of row order are refused.
+    """
+    path = os.fspath(path)
+    _check_batch_size(batch_size)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path} not found")
+    vocabulary = _as_vocabulary(vocabulary)
+    with _open_binary(path) as handle:
+        n_rows, n_columns, _, _ = _matrix_market_header(handle, path)
+    if vocabulary is not None and vocabulary.size != n_columns:
+        raise ValueError(f"{path} has {n_columns} term columns but its vocabulary lists "
+                         f"{vocabulary.size} terms")
+
+    def batch(first_row, rows, columns, values):
+        n = min(batch_size, n_rows - first_row)
+        X = sp.csr_matrix((values, (np.asarray(rows, dtype=np.int64) - first_row, columns)),
+                          shape=(n, n_columns))
+        return _as_counts(X)
+
+    def read_batches():
+        with _open_binary(path) as handle:
+            _, _, n_entries, field = _matrix_market_header(handle, path)
+            first_row, previous_row = 0, 0
+            rows, columns, values = [], [], []
+            seen = 0
+            for line in handle:
+                words = line.split()
+                if not words or line.startswith(b"%"):
+                    continue
+                row, column = int(words[0]) - 1, int(words[1]) - 1
+                if row < previous_row:
+                    raise ValueError(f"{path}: entry {seen + 1} is in row {row + 1} after row "
+                                     f"{previous_row + 1}; reading in batches needs the "
+                                     "entries in row order")
+                if not (0 <= row < n_rows and 0 <= column < n_columns):
+                    raise ValueError(f"{path}: entry {seen + 1} ({row + 1}, {column + 1}) lies "
+                                     f"outside the {n_rows} x {n_columns} matrix")
+                previous_row = row
+                while row >= first_row + batch_size:
+                    yield batch(first_row, rows, columns, values)
+                    first_row += batch_size
+                    rows, columns, values = [], [], []
+                rows.append(row)
+                columns.append(column)
+                values.append(1.0 if field == "pattern" else float(words[2]))
+                seen += 1
+            if seen != n_entries:
+                raise ValueError(f"{path} announces {n_entries} entries but holds {seen}")
+            while first_row < n_rows:
+                yield batch(first_row, rows, columns, values)
+                first_row += batch_size
+                rows, columns, values = [], [], []
+
+    return _BatchReader(read_batches, f"{batch_size} documents of {path}")
+
+
+def iter_batches(path, batch_size=1000, *, format="auto", vocabulary=None, zero_based=True):
+    """`iter_svmlight_batches` or `iter_matrix_market_batches`, by the file's content."""
+    path = os.fspath(path)
+    if format == "auto":
+        format = detect_format(path)
+    if format == "svmlight":
+        return iter_svmlight_batches(path, batch_size, vocabulary, zero_based=zero_based)
+    if format == "matrix-market":
+        return iter_matrix_market_batches(path, batch_size, vocabulary)
+    raise ValueError(f"format must be 'auto', 'svmlight' or 'matrix-market' for reading in "
+                     f"batches, got {format!r}")
 
 
 def _is_hidden(name):

@@ -93,7 +93,7 @@ def alternate(state, *, coding_step, dictionary_step, extra_step=None, converged
     """
     objective = []
     done = False
-    with _StopRequest() as stop:
+    with StopRequest() as stop:
         for iteration in range(1, max_iter + 1):
             others, means = coding_step(state, iteration)
             value = dictionary_step(state, means) + others
@@ -108,7 +108,7 @@ def alternate(state, *, coding_step, dictionary_step, extra_step=None, converged
     return objective, done, stop.requested
 
 
-class _StopRequest:
+class StopRequest:
     """Turns SIGINT into a request to stop after the current iteration (main thread only).
 
     A second Ctrl-C raises KeyboardInterrupt at once, as usual.
@@ -175,6 +175,51 @@ class ProgressPrinter:
               f"word-code zeros {float(np.mean(state.codes == 0)):.3f}  "
               f"doc-code zeros {float(np.mean(state.theta == 0)):.3f}{extra}  "
               f"elapsed {elapsed:.1f}s  left ~{eta}", file=self.stream, flush=True)
+
+
+class OnlineProgressPrinter:
+    """Progress of online learning on stderr: pass, batch, objective, elapsed and time left.
+
+    About ten lines per pass (every batch with ``every_batch``) and one at the
+    end of each pass. ``n_batches`` per pass may be None (a stream of unknown
+    length: the time left is then estimated from the first pass on).
+    """
+
+    def __init__(self, n_passes, n_batches, stream=None, every_batch=False):
+        self.n_passes, self.n_batches = n_passes, n_batches
+        self.stream = sys.stderr if stream is None else stream
+        self.every = 1 if every_batch or not n_batches else max(1, n_batches // 10)
+        self.start = time.perf_counter()
+        self.batches_done = 0
+        self.window_objective, self.window_docs = 0.0, 0
+
+    def _time_left(self, pass_number, batch_number):
+        if self.n_batches is None:
+            return "?"
+        total = self.n_passes * self.n_batches
+        done = (pass_number - 1) * self.n_batches + batch_number
+        elapsed = time.perf_counter() - self.start
+        return f"{elapsed * (total - done) / max(done, 1):.0f}s"
+
+    def __call__(self, pass_number, batch_number, outcome):
+        self.batches_done += 1
+        self.window_objective += outcome.objective
+        self.window_docs += outcome.n_docs
+        if batch_number % self.every:
+            return
+        of = "" if self.n_batches is None else f"/{self.n_batches}"
+        print(f"pass {pass_number}/{self.n_passes}  batch {batch_number:4d}{of}  objective per "
+              f"document {self.window_objective / max(self.window_docs, 1):.6e}  elapsed "
+              f"{time.perf_counter() - self.start:.1f}s  left ~"
+              f"{self._time_left(pass_number, batch_number)}", file=self.stream, flush=True)
+        self.window_objective, self.window_docs = 0.0, 0
+
+    def end_pass(self, pass_number, n_batches, total):
+        if self.n_batches is None:
+            self.n_batches = n_batches
+        print(f"pass {pass_number}/{self.n_passes} done  objective {total:.6e}  elapsed "
+              f"{time.perf_counter() - self.start:.1f}s  left ~"
+              f"{self._time_left(pass_number, self.n_batches)}", file=self.stream, flush=True)
 
 
 def warn_if_unfinished(estimator, converged, interrupted, capped_documents):

@@ -1,0 +1,256 @@
+"""Online (mini-batch) STC: partial_fit, learning_method="online", fit_stream, the chunked
+readers, and the stochastic dictionary step's math."""
+
+import numpy as np
+import pytest
+import scipy.io
+import scipy.sparse as sp
+from sklearn.datasets import dump_svmlight_file
+from sklearn.exceptions import ConvergenceWarning
+
+import stc.io
+from stc import STC
+from stc.coding import CodingProblem, code_new_documents
+from stc.dictionary import CorpusLayout, update_dictionary
+from stc.losses import get_loss
+from stc.online import OnlineStatistics, learn_from_batch, learning_rate, simplex_minimiser
+
+SMALL = dict(n_topics=5, lambda_=0.1, rho=0.01, random_state=0)
+
+
+def assert_on_simplex(beta):
+    assert np.all(beta >= 0)
+    np.testing.assert_allclose(beta.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+
+
+# ---- the stochastic dictionary step
+
+def test_simplex_minimiser_meets_the_kkt_conditions():
+    rng = np.random.default_rng(0)
+    A = rng.gamma(1.0, size=(4, 30))
+    A[:, :3] = 0.0  # terms no code reaches
+    C = rng.uniform(0.5, 2.0, size=(4, 30))
+    beta = simplex_minimiser(A, C)
+    assert_on_simplex(beta)
+    # Minimiser of sum_n C_kn beta_kn - A_kn log beta_kn on the simplex: the gradient
+    # C - A / beta equals -nu_k on the support (same value for every term of a topic).
+    support = A > 0
+    gradient = np.where(support, C - np.divide(A, beta, where=support, out=np.ones_like(A)), 0)
+    for k in range(4):
+        g = gradient[k, support[k]]
+        np.testing.assert_allclose(g, g.mean(), rtol=1e-9, atol=1e-9)
+    assert np.all(beta[~support] == 0)
+
+
+def test_one_batch_with_full_weight_is_the_batch_mm_step(newsgroups):
+    """rho = 1 forgets the past: the online step is then the batch MM step on that batch."""
+    train, _ = newsgroups
+    X = train.data[:150]
+    problem = CodingProblem(get_loss("poisson"), 0.1, 0.1, 0.01)
+    with pytest.warns(ConvergenceWarning):
+        beta0 = STC(n_topics=4, max_iter=2, random_state=0).fit(X).components_
+    stats = OnlineStatistics.at_fixed_point(beta0, np.ones((4, X.shape[1])))
+    online, _, _ = learn_from_batch(problem, X, beta0, stats, 1.0, max_steps=2)
+    _, codes, result = code_new_documents(problem, X, beta0, keep_word_codes=True)
+    batch, _, n_steps = update_dictionary(problem.loss, CorpusLayout(X), codes, beta0,
+                                          max_iter=2, tol=0.0, means=result.means)
+    assert n_steps == 2
+    np.testing.assert_allclose(online, batch, rtol=1e-9, atol=1e-15)
+
+
+def test_learning_rate_decays_as_documented():
+    assert learning_rate(1, 10.0, 0.7) == pytest.approx(11 ** -0.7)
+    rates = [learning_rate(t, 10.0, 0.7) for t in range(1, 50)]
+    assert all(a > b for a, b in zip(rates, rates[1:]))
+
+
+# ---- the estimator
+
+@pytest.fixture(scope="module")
+def batch_and_online(newsgroups):
+    train, test = newsgroups
+    batch = STC(**SMALL, max_iter=30).fit(train.data)
+    online = STC(**SMALL, learning_method="online", batch_size=128, n_passes=3).fit(train.data)
+    return batch, online
+
+
+def test_online_reaches_the_batch_held_out_objective(batch_and_online, newsgroups):
+    _, test = newsgroups
+    batch, online = batch_and_online
+    held_out_batch, held_out_online = -batch.score(test.data), -online.score(test.data)
+    assert held_out_online <= 1.03 * held_out_batch
+    # and it learned something: below a batch fit stopped after one iteration
+    with pytest.warns(ConvergenceWarning):
+        first = STC(**SMALL, max_iter=1).fit(newsgroups[0].data)
+    assert held_out_online < -first.score(test.data)
+
+
+def test_online_topics_on_the_simplex_and_attributes(batch_and_online, newsgroups):
+    _, online = batch_and_online
+    assert_on_simplex(online.components_)
+    n_docs = newsgroups[0].data.shape[0]
+    assert online.n_iter_ == 3 and online.objective_.shape == (3,)
+    assert online.n_batch_iter_ == 3 * -(-n_docs // 128)
+    assert online.online_responsibilities_.shape == online.components_.shape
+
+
+def test_partial_fit_in_a_loop_reaches_the_batch_held_out_objective(batch_and_online,
+                                                                   newsgroups):
+    train, test = newsgroups
+    batch, _ = batch_and_online
+    model = STC(**SMALL)
+    # the embedded corpus is sorted by class: shuffle it, as fit does
+    X = train.data[np.random.default_rng(0).permutation(train.data.shape[0])]
+    n_batches = 0
+    for _ in range(3):
+        for first in range(0, X.shape[0], 200):
+            model.partial_fit(X[first:first + 200])
+            n_batches += 1
+            assert_on_simplex(model.components_)
+    assert model.n_batch_iter_ == n_batches == model.n_iter_
+    assert model.objective_.shape == (n_batches,)
+    assert -model.score(test.data) <= 1.03 * -batch.score(test.data)
+
+
+def test_fit_stream_equals_partial_fit_loop(newsgroups):
+    train, _ = newsgroups
+    batches = [train.data[i:i + 300] for i in range(0, 900, 300)]
+    streamed = STC(**SMALL, learning_method="online", n_passes=2).fit_stream(batches)
+    looped = STC(**SMALL)
+    for _ in range(2):
+        for batch in batches:
+            looped.partial_fit(batch)
+    np.testing.assert_array_equal(streamed.components_, looped.components_)
+    assert streamed.n_iter_ == 2
+
+
+def test_one_shot_generator_needs_one_pass(newsgroups):
+    train, _ = newsgroups
+    gen = (train.data[i:i + 300] for i in range(0, 600, 300))
+    with pytest.raises(TypeError, match="n_passes"):
+        STC(**SMALL, n_passes=2).fit_stream(gen)
+    gen = (train.data[i:i + 300] for i in range(0, 600, 300))
+    assert STC(**SMALL, n_passes=1).fit_stream(gen).n_batch_iter_ == 2
+
+
+@pytest.mark.parametrize("n_jobs", [2, -1])
+def test_online_is_deterministic_across_thread_counts(newsgroups, n_jobs):
+    train, _ = newsgroups
+    params = dict(SMALL, learning_method="online", batch_size=200, n_passes=1)
+    one = STC(**params, n_jobs=1).fit(train.data)
+    many = STC(**params, n_jobs=n_jobs).fit(train.data)
+    np.testing.assert_array_equal(one.components_, many.components_)
+    np.testing.assert_array_equal(one.objective_, many.objective_)
+
+
+def test_partial_fit_continues_a_batch_fit(newsgroups):
+    train, _ = newsgroups
+    with pytest.warns(ConvergenceWarning):
+        model = STC(**SMALL, max_iter=3).fit(train.data)
+    assert not hasattr(model, "online_responsibilities_")
+    model.partial_fit(train.data[:100])
+    assert model.n_batch_iter_ == 1
+    assert_on_simplex(model.components_)
+
+
+def test_online_progress_lines(newsgroups, capsys):
+    train, _ = newsgroups
+    STC(**SMALL, learning_method="online", batch_size=300, n_passes=2, verbose=2).fit(
+        train.data[:900])
+    err = capsys.readouterr().err
+    assert "pass 1/2  batch    1/3" in err and "pass 2/2 done" in err
+    assert "objective per document" in err and "left ~" in err
+
+
+@pytest.mark.parametrize("params, error, name", [
+    (dict(learning_method="stochastic"), ValueError, "learning_method"),
+    (dict(batch_size=0), ValueError, "batch_size"),
+    (dict(batch_size=2.5), TypeError, "batch_size"),
+    (dict(learning_decay=0.4), ValueError, "learning_decay"),
+    (dict(learning_decay=1.5), ValueError, "learning_decay"),
+    (dict(learning_offset=-1.0), ValueError, "learning_offset"),
+    (dict(n_passes=0), ValueError, "n_passes"),
+])
+def test_bad_online_parameters(newsgroups, params, error, name):
+    with pytest.raises(error, match=name):
+        STC(**{**SMALL, "learning_method": "online", **params}).fit(newsgroups[0].data)
+
+
+def test_online_refuses_a_loss_without_the_mm_step(newsgroups):
+    X = newsgroups[0].data[:50]
+    with pytest.raises(ValueError, match="learning_method='batch'"):
+        STC(**SMALL, loss="gaussian", learning_method="online").fit(X)
+    with pytest.raises(ValueError, match="MM dictionary step"):
+        STC(**SMALL, loss="gaussian").partial_fit(X)
+
+
+def test_partial_fit_refuses_another_width(newsgroups):
+    X = newsgroups[0].data
+    model = STC(**SMALL).partial_fit(X[:50])
+    with pytest.raises(ValueError, match="features"):
+        model.partial_fit(X[:50, :-1])
+
+
+# ---- chunked readers
+
+def stacked(batches):
+    return sp.vstack(list(batches), format="csr")
+
+
+@pytest.mark.parametrize("batch_size", [1, 7, 250, 10 ** 6])
+def test_svmlight_batches_are_the_whole_file(tmp_path, newsgroups, batch_size):
+    train, _ = newsgroups
+    X = train.data[:600]
+    path = tmp_path / "train.svm"
+    dump_svmlight_file(X, np.zeros(X.shape[0]), str(path), zero_based=True)
+    whole = stc.io.read_svmlight(path, train.vocabulary).data
+    reader = stc.io.iter_svmlight_batches(path, batch_size, train.vocabulary)
+    batches = list(reader)
+    assert all(b.shape[0] <= batch_size for b in batches)
+    assert (stacked(batches) != whole).nnz == 0 and stacked(batches).shape == whole.shape
+    assert (stacked(reader) != whole).nnz == 0  # iterable again
+    # without a vocabulary the width is the largest index + 1, as the whole-file reader
+    plain = stc.io.iter_svmlight_batches(path, batch_size)
+    assert stacked(plain).shape == stc.io.read_svmlight(path).data.shape
+
+
+@pytest.mark.parametrize("batch_size", [1, 9, 250, 10 ** 6])
+def test_matrix_market_batches_are_the_whole_file(tmp_path, newsgroups, batch_size):
+    train, _ = newsgroups
+    X = train.data[:600].tolil()
+    X[5] = 0  # an empty document inside
+    X[599] = 0  # and at the end
+    X = X.tocsr()
+    X.eliminate_zeros()
+    path = tmp_path / "train.mtx"
+    scipy.io.mmwrite(str(path), X)
+    whole = stc.io.read_matrix_market(path).data
+    batches = list(stc.io.iter_batches(path, batch_size))
+    assert [b.shape[0] for b in batches] == [min(batch_size, 600 - i)
+                                             for i in range(0, 600, batch_size)]
+    assert stacked(batches).shape == whole.shape and (stacked(batches) != whole).nnz == 0
+
+
+def test_matrix_market_out_of_row_order_is_refused(tmp_path):
+    path = tmp_path / "bad.mtx"
+    path.write_text("%%MatrixMarket matrix coordinate integer general\n3 4 3\n"
+                    "2 1 1\n1 2 1\n3 3 2\n")
+    with pytest.raises(ValueError, match="row order"):
+        list(stc.io.iter_matrix_market_batches(path, 2))
+    dense = tmp_path / "dense.mtx"
+    scipy.io.mmwrite(str(dense), np.ones((2, 2)))
+    with pytest.raises(ValueError, match="coordinate general"):
+        stc.io.iter_matrix_market_batches(dense, 2)
+    with pytest.raises(ValueError, match="batch_size"):
+        stc.io.iter_svmlight_batches(path, 0)
+
+
+def test_fit_stream_from_a_file_in_chunks(tmp_path, newsgroups):
+    train, _ = newsgroups
+    X = train.data[:600]
+    path = tmp_path / "train.svm"
+    dump_svmlight_file(X, np.zeros(X.shape[0]), str(path), zero_based=True)
+    reader = stc.io.iter_svmlight_batches(path, 200, n_features=X.shape[1])
+    from_file = STC(**SMALL, n_passes=2).fit_stream(reader)
+    in_memory = STC(**SMALL, n_passes=2).fit_stream([X[i:i + 200] for i in range(0, 600, 200)])
+    np.testing.assert_array_equal(from_file.components_, in_memory.components_)

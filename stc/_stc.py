@@ -13,12 +13,18 @@ from stc._validation import (N_JOBS, RANDOM_STATE, InstanceOf, Interval, NoneVal
 from stc.coding import (CodingProblem, code_new_documents, initial_codes,
                         start_value_in_domain)
 from stc.dictionary import CorpusLayout
+from stc.distributed import is_dask_array
 from stc.losses import CompiledLoss, PythonLoss, get_loss
 from stc.online import (check_online_loss, learn_from_batch, learning_rate,
                         introduce_new_terms, OnlineStatistics)
 from stc.training import (CodingStep, DictionaryStep, OnlineProgressPrinter, ProgressPrinter,
                           TrainingState, StopRequest, alternate, count_capped,
                           relative_decrease_below, warn_if_unfinished)
+
+
+# Parameters of online learning (MedSTC, a subclass, has none of them).
+ONLINE_PARAMETERS = ("learning_method", "batch_size", "learning_decay", "learning_offset",
+                     "n_passes")
 
 
 def initial_dictionary(X, n_topics, random_state, docs_per_topic=5, corpus_share=0.2):
@@ -31,20 +37,41 @@ def initial_dictionary(X, n_topics, random_state, docs_per_topic=5, corpus_share
     uniform topics, as in the paper, the topics stay nearly identical on
     20 Newsgroups.
     """
-    rng = check_random_state(random_state)
-    n_docs, n_features = X.shape
     corpus = np.asarray(X.sum(axis=0)).ravel()
+    nonempty = np.flatnonzero(np.diff(X.indptr) > 0)
+    draws = initial_dictionary_draws(nonempty, X.shape[1], n_topics, random_state,
+                                     docs_per_topic)
+    sums = [np.asarray(X[docs].sum(axis=0)).ravel() for docs, _ in draws]
+    return dictionary_from_draws(corpus, draws, sums, n_topics, corpus_share)
+
+
+def initial_dictionary_draws(nonempty, n_features, n_topics, random_state, docs_per_topic=5):
+    """The random part of `initial_dictionary`: (documents, noise) per topic, in draw order.
+
+    Kept apart so that a corpus spread over several machines draws the same
+    numbers and only gathers the chosen documents' rows.
+    """
+    rng = check_random_state(random_state)
+    if nonempty.size == 0:
+        return []
+    draws = []
+    for _ in range(n_topics):
+        docs = rng.choice(nonempty, size=min(docs_per_topic, nonempty.size), replace=False)
+        noise = rng.uniform(0.5, 1.5, size=n_features)
+        draws.append((docs, noise))
+    return draws
+
+
+def dictionary_from_draws(corpus, draws, sample_sums, n_topics, corpus_share=0.2):
+    """`initial_dictionary` from the term totals, the draws and each draw's term sums."""
+    n_features = corpus.size
     total = corpus.sum()
     beta = np.zeros((n_topics, n_features))
     if total <= 0:
         beta[:] = 1.0 / n_features
         return beta
     corpus = corpus / total
-    nonempty = np.flatnonzero(np.diff(X.indptr) > 0)
-    for k in range(n_topics):
-        docs = rng.choice(nonempty, size=min(docs_per_topic, nonempty.size), replace=False)
-        sample = np.asarray(X[docs].sum(axis=0)).ravel()
-        noise = rng.uniform(0.5, 1.5, size=n_features)
+    for k, ((_, noise), sample) in enumerate(zip(draws, sample_sums)):
         beta[k] = (1.0 - corpus_share) * sample / sample.sum() + corpus_share * corpus * noise
         beta[k] /= beta[k].sum()
     return beta
@@ -115,6 +142,9 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         the current topics, then a stochastic dictionary step updates them
         (see ``partial_fit``). Memory grows with the batch, not the corpus.
         Online learning needs the Poisson loss (its MM dictionary step).
+        ``fit`` of a dask array of CSR row blocks (the ``[dask]`` extra) runs
+        batch learning on the current dask.distributed client: workers code
+        their blocks and return only the dictionary step's sums.
     batch_size : int, default=256
         Documents per mini-batch (online learning, ``fit_stream`` excepted:
         there the batches come as given).
@@ -248,6 +278,10 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         """Learn the topics from the document-term count matrix ``X``."""
         start = time.perf_counter()
         problem = self._coding_problem()
+        if is_dask_array(X):
+            self._fit_dask(X, problem)
+            self.fit_time_ = time.perf_counter() - start
+            return self
         if self.learning_method == "online":
             check_online_loss(problem.loss)
         X = self._validate_X(X, reset=True, loss=problem.loss)
@@ -272,6 +306,35 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             self._run(state, problem, CodingStep(problem, self.n_jobs))
         self.fit_time_ = time.perf_counter() - start
         return self
+
+    def _fit_dask(self, X, problem):
+        """Batch learning on the current dask.distributed client (see `stc.distributed`)."""
+        from stc.distributed import DaskProgress, DaskTraining, current_client
+
+        if self.learning_method != "batch":
+            raise ValueError("a dask array is fitted with learning_method='batch' only; for "
+                             "online learning pass its blocks to fit_stream")
+        if not (problem.loss.runs_in_kernel and problem.loss.dictionary_method == "mm"):
+            raise ValueError("fitting a dask array needs the Poisson loss (the MM dictionary "
+                             "step, whose sufficient statistics the workers return)")
+        client = current_client()
+        self._forget_online_state()
+        training = DaskTraining(client, X, problem, self.n_topics, self.random_state,
+                                self.n_jobs)
+        self.n_features_in_ = X.shape[1]
+        progress = (DaskProgress(self.tol, self.max_iter, len(training.parts))
+                    if self.verbose else None)
+        objective, converged, interrupted = alternate(
+            None, coding_step=training.coding_step,
+            dictionary_step=lambda state, means: training.dictionary_step(
+                state, means, self.dictionary_max_iter),
+            converged=relative_decrease_below(self.tol), max_iter=self.max_iter,
+            progress=progress)
+        self.components_ = training.beta
+        self.objective_ = np.asarray(objective)
+        self.n_iter_ = len(objective)
+        self.interrupted_ = interrupted
+        warn_if_unfinished(self, converged, interrupted, training.capped_documents)
 
     # ---- online learning
 
@@ -342,7 +405,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     def _forget_online_state(self):
         for name in ("components_", "online_responsibilities_", "online_code_sums_",
-                     "n_batch_iter_", "_batch_objectives"):
+                     "n_batch_iter_", "_batch_objectives", "_online_multipliers"):
             if hasattr(self, name):
                 delattr(self, name)
 
@@ -353,7 +416,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.components_ = introduce_new_terms(self.components_, X)
         statistics = None
         if hasattr(self, "online_responsibilities_"):
-            statistics = OnlineStatistics(self.online_responsibilities_, self.online_code_sums_)
+            statistics = OnlineStatistics(self.online_responsibilities_, self.online_code_sums_,
+                                          getattr(self, "_online_multipliers", None))
         self.n_batch_iter_ = getattr(self, "n_batch_iter_", 0) + 1
         rho = learning_rate(self.n_batch_iter_, self.learning_offset, self.learning_decay)
         beta, statistics, outcome = learn_from_batch(
@@ -362,6 +426,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.components_ = beta
         self.online_responsibilities_ = statistics.responsibilities
         self.online_code_sums_ = statistics.code_sums
+        self._online_multipliers = statistics.multipliers
         return outcome
 
     def _online_passes(self, problem, make_batches, n_batches, rng):

@@ -42,7 +42,8 @@ import numpy as np
 
 from stc._core._sparse_ops import mm_statistics, word_code_sums
 from stc.coding import code_new_documents
-from stc.dictionary import CorpusLayout, simplex_multiplier
+from stc._core._simplex import mm_minimiser_rows
+from stc.dictionary import CorpusLayout
 
 # A new term enters every topic with this share times its frequency in the
 # batch, as the corpus part of `stc._stc.initial_dictionary` does.
@@ -86,6 +87,7 @@ class OnlineStatistics:
 
     responsibilities: np.ndarray  # A: beta_kn sum_j s_jk y_j / mean_j
     code_sums: np.ndarray         # C: sum_j s_jk
+    multipliers: np.ndarray = None  # nu of the last step (K,): Newton's start for the next
 
     @classmethod
     def at_fixed_point(cls, beta, batch_code_sums):
@@ -93,7 +95,7 @@ class OnlineStatistics:
         level = batch_code_sums.sum(axis=1, keepdims=True) / beta.shape[1]
         level = np.where(level > 0, level, 1.0)  # a topic unused in the batch
         code_sums = np.repeat(level, beta.shape[1], axis=1)
-        return cls(beta * code_sums, code_sums)
+        return cls(beta * code_sums, code_sums, np.full(beta.shape[0], np.nan))
 
 
 @dataclass
@@ -105,18 +107,17 @@ class BatchOutcome:
     capped_documents: int
 
 
-def simplex_minimiser(responsibilities, code_sums, n_jobs=None):
-    """beta_kn = A_kn / (C_kn + nu_k), each row summing to one (rows with A = 0 uniform)."""
-    nu = simplex_multiplier(responsibilities.T, code_sums.T, n_jobs=n_jobs)
-    beta = np.zeros_like(responsibilities)
-    positive = responsibilities > 0
-    denominators = code_sums + nu[:, None]
-    np.divide(responsibilities, denominators, out=beta, where=positive)
-    totals = beta.sum(axis=1, keepdims=True)
-    empty = ~(totals[:, 0] > 0)
-    beta[empty] = 1.0 / beta.shape[1]
-    totals[empty] = 1.0
-    return beta / totals
+def simplex_minimiser(responsibilities, code_sums, multipliers=None, n_jobs=None):
+    """beta_kn = A_kn / (C_kn + nu_k), each row summing to one (rows with A = 0 uniform).
+
+    ``multipliers`` (K,), if given, holds start values for nu (NaN: none) and
+    receives the new ones: from batch to batch nu changes little, so Newton
+    then needs a few iterations instead of dozens.
+    """
+    if multipliers is None:
+        multipliers = np.full(responsibilities.shape[0], np.nan)
+    return mm_minimiser_rows(np.ascontiguousarray(responsibilities),
+                             np.ascontiguousarray(code_sums), multipliers, 100, n_jobs)
 
 
 def learn_from_batch(problem, X, beta, statistics, rho, *, max_steps=3, n_jobs=None):
@@ -143,11 +144,17 @@ def learn_from_batch(problem, X, beta, statistics, rho, *, max_steps=3, n_jobs=N
     kept_responsibilities = (1.0 - rho) * statistics.responsibilities
     code_sums = (1.0 - rho) * statistics.code_sums + rho * batch_code_sums
     responsibilities = statistics.responsibilities
+    multipliers = statistics.multipliers
+    if multipliers is None:
+        multipliers = np.full(beta.shape[0], np.nan)
+    multipliers = multipliers.copy()
     for step in range(max_steps):
-        responsibilities = kept_responsibilities + (rho / n_docs) * (beta * weighted.T)
-        beta = simplex_minimiser(responsibilities, code_sums, n_jobs)
+        responsibilities = beta * np.ascontiguousarray(weighted.T)
+        responsibilities *= rho / n_docs
+        responsibilities += kept_responsibilities
+        beta = simplex_minimiser(responsibilities, code_sums, multipliers, n_jobs)
         if step + 1 < max_steps:
             # The batch's sums at the new topics, for the next MM step.
             _, weighted = mm_statistics(loss, layout.col_ptr, layout.col_entries, layout.data,
                                         codes, np.ascontiguousarray(beta.T), n_jobs)
-    return beta, OnlineStatistics(responsibilities, code_sums), outcome
+    return beta, OnlineStatistics(responsibilities, code_sums, multipliers), outcome

@@ -32,7 +32,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from stc._core._coding import move_along_segments
-from stc._stc import STC
+from stc._stc import ONLINE_PARAMETERS, STC
+from stc.distributed import is_dask_array
 from stc._validation import Interval, NoneValue, check_training_corpus
 from stc.coding import code_documents, segment_objectives, stc_objective
 from stc.supervised.svm import (CuttingPlaneSVM, loss_augmented_predict, multiclass_hinge,
@@ -303,7 +304,8 @@ class MedSTC(ClassifierMixin, STC):
     """
 
     _parameter_constraints = {
-        **STC._parameter_constraints,
+        **{name: allowed for name, allowed in STC._parameter_constraints.items()
+           if name not in ONLINE_PARAMETERS},
         "C": [Interval(numbers.Real, 0, None, closed="neither")],
         "cost": [Interval(numbers.Real, 0, None, closed="neither")],
         "svm_tol": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -321,6 +323,8 @@ class MedSTC(ClassifierMixin, STC):
                          max_iter=max_iter, tol=tol, inner_max_iter=inner_max_iter,
                          inner_tol=inner_tol, dictionary_max_iter=dictionary_max_iter,
                          n_jobs=n_jobs, random_state=random_state, verbose=verbose)
+        for name in ONLINE_PARAMETERS:  # STC's online learning is not MedSTC's
+            delattr(self, name)
         self.C = C
         self.cost = cost
         self.svm_tol = svm_tol
@@ -331,6 +335,9 @@ class MedSTC(ClassifierMixin, STC):
         """Learn topics, codes and the classifier from counts ``X`` and labels ``y``."""
         start = time.perf_counter()
         problem = self._coding_problem()
+        if is_dask_array(X):
+            raise TypeError("MedSTC does not fit dask arrays (see 'MedSTC online and "
+                            "distributed' in the algorithms page); compute X first")
         X = self._validate_X(X, reset=True, loss=problem.loss)
         check_training_corpus(X)
         y = np.asarray(y)
@@ -386,3 +393,19 @@ class MedSTC(ClassifierMixin, STC):
         tags = super().__sklearn_tags__()
         tags.estimator_type = "classifier"
         return tags
+
+    def partial_fit(self, X, y=None):
+        """Not available: online learning is implemented for `STC` only.
+
+        MedSTC's SVM step is trained on every training document's codes; see
+        'MedSTC online and distributed' in the algorithms page for what an
+        online version would need.
+        """
+        raise NotImplementedError("MedSTC has no online learning (partial_fit); use fit, or "
+                                  "STC for online learning")
+
+    def fit_stream(self, batches, y=None):
+        """Not available: online learning is implemented for `STC` only (see `partial_fit`)."""
+        raise NotImplementedError("MedSTC has no online learning (fit_stream); use fit, or "
+                                  "STC for online learning")
+

@@ -107,16 +107,18 @@ class BatchOutcome:
     capped_documents: int
 
 
-def simplex_minimiser(responsibilities, code_sums, multipliers=None, n_jobs=None):
-    """beta_kn = A_kn / (C_kn + nu_k), each row summing to one (rows with A = 0 uniform).
+def simplex_minimiser(beta, responsibilities, code_sums, multipliers=None, n_jobs=None):
+    """The topics minimising sum_n (C_kn beta_kn - A_kn log beta_kn) on the simplex.
 
-    ``multipliers`` (K,), if given, holds start values for nu (NaN: none) and
-    receives the new ones: from batch to batch nu changes little, so Newton
-    then needs a few iterations instead of dozens.
+    beta_kn = A_kn / (C_kn + nu_k) (or the exact minimiser's other case, see
+    `stc._core._simplex.mm_update_rows`); a topic with A = 0 keeps its row of
+    ``beta``. ``multipliers`` (K,), if given, holds start values for nu (NaN:
+    none) and receives the new ones: from batch to batch nu changes little,
+    so Newton then needs a few iterations instead of dozens.
     """
     if multipliers is None:
         multipliers = np.full(responsibilities.shape[0], np.nan)
-    return mm_minimiser_rows(np.ascontiguousarray(responsibilities),
+    return mm_minimiser_rows(np.ascontiguousarray(beta), np.ascontiguousarray(responsibilities),
                              np.ascontiguousarray(code_sums), multipliers, 100, n_jobs)
 
 
@@ -152,7 +154,7 @@ def learn_from_batch(problem, X, beta, statistics, rho, *, max_steps=3, n_jobs=N
         responsibilities = beta * np.ascontiguousarray(weighted.T)
         responsibilities *= rho / n_docs
         responsibilities += kept_responsibilities
-        beta = simplex_minimiser(responsibilities, code_sums, multipliers, n_jobs)
+        beta = simplex_minimiser(beta, responsibilities, code_sums, multipliers, n_jobs)
         if step + 1 < max_steps:
             # The batch's sums at the new topics, for the next MM step.
             _, weighted = mm_statistics(loss, layout.col_ptr, layout.col_entries, layout.data,

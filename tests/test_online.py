@@ -30,7 +30,7 @@ def test_simplex_minimiser_meets_the_kkt_conditions():
     A = rng.gamma(1.0, size=(4, 30))
     A[:, :3] = 0.0  # terms no code reaches
     C = rng.uniform(0.5, 2.0, size=(4, 30))
-    beta = simplex_minimiser(A, C)
+    beta = simplex_minimiser(np.full((4, 30), 1 / 30), A, C)
     assert_on_simplex(beta)
     # Minimiser of sum_n C_kn beta_kn - A_kn log beta_kn on the simplex: the gradient
     # C - A / beta equals -nu_k on the support (same value for every term of a topic).

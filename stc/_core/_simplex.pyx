@@ -307,40 +307,29 @@ def mm_update_rows(const double[:, ::1] beta, const double[:, ::1] weighted_sums
     return out
 
 
-def mm_minimiser_rows(const double[:, ::1] responsibilities, const double[:, ::1] code_sums,
-                      double[::1] multipliers, int max_iter=100, n_jobs=None):
-    """Rows a_n / (c_n + nu_k) on the simplex, for given a (``responsibilities``) and c.
+def mm_minimiser_rows(const double[:, ::1] beta, const double[:, ::1] responsibilities,
+                      const double[:, ::1] code_sums, double[::1] multipliers,
+                      int max_iter=100, n_jobs=None):
+    """`mm_update_rows` for a given a (``responsibilities``, (K, N)) instead of beta * sums.
 
-    The minimiser on the simplex of sum_n c_n beta_n - a_n log beta_n, per
-    topic k (row), topics in parallel: the last part of `mm_update_rows`
-    when a is already formed (online learning keeps it as a running
-    average). ``multipliers`` (K,) holds start values for nu (NaN: none) and
-    receives the new ones. A row whose a is all zero gets the uniform row
-    (and nu NaN). Returns the new (K, N) array.
+    Online learning keeps a as a running average, so it cannot be formed
+    from one beta. Each row is `mm_update_row`'s exact minimiser of
+    sum_n (c_n beta_n - a_n log beta_n) on the simplex; a topic whose a is
+    all zero keeps its row of ``beta``. ``multipliers`` as in
+    `mm_update_rows`. Returns the new (K, N) dictionary.
     """
-    cdef Py_ssize_t n_topics = responsibilities.shape[0], n = responsibilities.shape[1], k, i
-    if (code_sums.shape[0] != n_topics or code_sums.shape[1] != n
+    cdef Py_ssize_t n_topics = beta.shape[0], n = beta.shape[1], k
+    if (responsibilities.shape[0] != n_topics or responsibilities.shape[1] != n
+            or code_sums.shape[0] != n_topics or code_sums.shape[1] != n
             or multipliers.shape[0] != n_topics):
-        raise ValueError("responsibilities and code_sums must have the same (n_topics, "
+        raise ValueError("responsibilities and code_sums must have beta's (n_topics, "
                          "n_features) shape and multipliers (n_topics,)")
     cdef int n_threads = resolve_n_jobs(n_jobs)
     out = np.empty((n_topics, n), dtype=np.float64)
     cdef double[:, ::1] out_v = out
-    cdef double nu, total
     with nogil:
         for k in prange(n_topics, schedule="static", num_threads=n_threads):
-            nu = row_multiplier(&responsibilities[k, 0], &code_sums[k, 0], n, max_iter,
-                                multipliers[k])
-            multipliers[k] = nu
-            if nu != nu:  # NaN: no responsibility at all
-                for i in range(n):
-                    out_v[k, i] = 1.0 / n
-                continue
-            total = 0.0
-            for i in range(n):
-                out_v[k, i] = (responsibilities[k, i] / (code_sums[k, i] + nu)
-                               if responsibilities[k, i] > 0.0 else 0.0)
-                total = total + out_v[k, i]
-            for i in range(n):
-                out_v[k, i] = out_v[k, i] / total
+            multipliers[k] = mm_update_row(&responsibilities[k, 0], &code_sums[k, 0],
+                                           &beta[k, 0], &out_v[k, 0], n, max_iter,
+                                           multipliers[k])
     return out

@@ -1,4 +1,7 @@
-"""Shared fixtures: the embedded corpus and a pure-Python Poisson loss."""
+"""Shared test helpers: the embedded corpus, a pure-Python Poisson loss, optional extras."""
+import importlib
+import os
+
 import numpy as np
 import pytest
 
@@ -36,3 +39,11 @@ def newsgroups():
 @pytest.fixture
 def numpy_poisson():
     return NumpyPoisson()
+
+
+def optional(module):
+    """Import a test extra; skip without it, except in CI, where it must be installed."""
+    if os.environ.get("CI") == "true":
+        return importlib.import_module(module)
+    return pytest.importorskip(module, reason=f"{module} is not installed "
+                                              f"(pip install -e '.[test]' brings it)")

@@ -1,6 +1,4 @@
 """stc.inspect: top words, word and document codes, coherence (against gensim), pyLDAvis inputs."""
-import importlib
-import os
 
 import numpy as np
 import pytest
@@ -10,13 +8,8 @@ from stc import STC
 from stc import inspect as stc_inspect
 from stc.datasets import load_newsgroups_split
 
+from conftest import optional
 
-def optional(module):
-    """Import a test extra; skip without it, except in CI, where it must be installed."""
-    if os.environ.get("CI") == "true":
-        return importlib.import_module(module)
-    return pytest.importorskip(module, reason=f"{module} is not installed "
-                                              f"(pip install -e '.[test]' brings it)")
 
 
 @pytest.fixture(scope="module")

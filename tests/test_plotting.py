@@ -1,6 +1,4 @@
 """stc.plotting: each figure draws the numbers stc.inspect computes."""
-import importlib
-import os
 import sys
 
 import numpy as np
@@ -11,13 +9,8 @@ from stc import MedSTC, STC
 from stc import inspect as stc_inspect
 from stc.datasets import load_newsgroups_split
 
+from conftest import optional
 
-def optional(module):
-    """Import a test extra; skip without it, except in CI, where it must be installed."""
-    if os.environ.get("CI") == "true":
-        return importlib.import_module(module)
-    return pytest.importorskip(module, reason=f"{module} is not installed "
-                                              f"(pip install -e '.[test]' brings it)")
 
 
 @pytest.fixture(scope="module")

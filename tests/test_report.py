@@ -9,7 +9,6 @@ where .ci/run installs Debian's ``chromium`` and a missing browser fails.
 import base64
 import fcntl
 import html.parser
-import importlib
 import json
 import os
 import queue
@@ -26,16 +25,11 @@ from stc import MedSTC, STC
 from stc import inspect as stc_inspect
 from stc.datasets import load_newsgroups_split
 
+from conftest import optional
+
 IN_CI = os.environ.get("CI") == "true"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
-
-def optional(module):
-    """Import a test extra; skip without it, except in CI, where it must be installed."""
-    if IN_CI:
-        return importlib.import_module(module)
-    return pytest.importorskip(module, reason=f"{module} is not installed "
-                                              f"(pip install -e '.[test]' brings it)")
 
 
 @pytest.fixture(scope="module")

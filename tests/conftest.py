@@ -1,4 +1,4 @@
-"""Shared test helpers: the embedded corpus, a pure-Python Poisson loss, optional extras."""
+"""Shared test helpers: the embedded corpus, a pure-Python Poisson loss, a broken loss, optional extras."""
 import importlib
 import os
 
@@ -28,6 +28,16 @@ class NumpyPoisson(PythonLoss):
     def hessian(self, y, mean):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return np.asarray(y, float) / np.asarray(mean, float) ** 2
+
+
+class MissingHessian(PythonLoss):
+    """A squared error without hessian: `register` and `check_loss` must refuse it."""
+
+    def loss(self, y, mean):
+        return 0.5 * (np.asarray(mean) - y) ** 2
+
+    def gradient(self, y, mean):
+        return np.asarray(mean) - y
 
 
 @pytest.fixture(scope="session")

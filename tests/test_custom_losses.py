@@ -23,6 +23,8 @@ import stc
 import stc.datasets
 import stc.losses
 
+from conftest import MissingHessian
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "docs" / "examples"
 GUIDE = ROOT / "docs" / "custom_losses.md"
@@ -145,14 +147,6 @@ def test_python_loss_registered_and_checked(python_loss):
 # ---------------------------------------------------------------------------
 # check_loss / register refusals described in the guide
 # ---------------------------------------------------------------------------
-
-class MissingHessian(stc.losses.PythonLoss):
-    def loss(self, y, mean):
-        return 0.5 * (mean - y) ** 2
-
-    def gradient(self, y, mean):
-        return mean - y
-
 
 class Cauchy(stc.losses.PythonLoss):
     """log(1 + (mean - y)^2): robust, but not convex for |mean - y| > 1."""

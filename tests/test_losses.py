@@ -31,7 +31,7 @@ from stc.losses import (
 )
 from stc.losses._python import newton_coordinate as numpy_newton
 
-from conftest import NumpyPoisson
+from conftest import MissingHessian, NumpyPoisson
 
 LOSSES = {"poisson": PoissonLoss(), "gaussian": GaussianLoss(), "bernoulli": BernoulliLoss()}
 
@@ -460,14 +460,6 @@ def test_loss_is_infinite_outside_the_mean_domain():
 # ---------------------------------------------------------------------------
 # check_loss, register, get_loss
 # ---------------------------------------------------------------------------
-class MissingHessian(PythonLoss):
-    def loss(self, y, mean):
-        return 0.5 * (np.asarray(mean) - y) ** 2
-
-    def gradient(self, y, mean):
-        return np.asarray(mean) - y
-
-
 class NegativeSquare(PythonLoss):
     """-(mean - y)^2: concave."""
 
@@ -810,3 +802,22 @@ def test_poisson_closed_form_at_extreme_scales():
         batch = loss.solve_coordinate(np.array([3.0, 3.0, 2.0]), np.array([0.0219, 0.5, 1e-200]),
                                       np.array([1.4e-8, 0.0, 1.0]), 1.73, np.array([-4.3e177, 1.0, -1.0]))
         assert np.all(np.isfinite(batch)) and np.all(batch >= 0)
+
+
+def test_check_refuses_a_gradient_that_is_nan_far_from_the_data(scratch_registry):
+    """NaN for mean > 5 passed the sample grid; the whole domain is probed now."""
+    with pytest.raises(ValueError, match=r"gradient is nan at y=1, mean=(\d+).*inside its mean_domain"):
+        check_loss(NanGradientAboveFive())
+    with pytest.raises(ValueError, match="gradient is nan"):
+        register("nan-above-five", NanGradientAboveFive)
+    assert "nan-above-five" not in registered_losses()
+
+
+def test_check_names_a_python_loss_that_is_nan_everywhere():
+    class NanLoss(NumpyPoisson):
+        def loss(self, y, mean):
+            return np.full(np.broadcast(y, mean).shape, np.nan)
+
+    with pytest.raises(TypeError, match="loss.y, mean. returns NaN at every sample point") as info:
+        check_loss(NanLoss())
+    assert "_loss" not in str(info.value)  # the wording for compiled losses

@@ -66,13 +66,36 @@ def _sample_means(loss, n=64):
     return np.linspace(-1e3, 1e3, n)
 
 
+def _probe_means(loss, n=49):
+    """Means over the whole mean domain on a log scale, from 1e-12 to 1e12 off its ends.
+
+    The sample grid of `check_loss` sits near the data; a loss can still break
+    far from it (a gradient that is NaN above some mean, say), where the
+    coding step may go before it converges.
+    """
+    lower, upper = loss.mean_domain
+    offsets = np.geomspace(1e-12, 1e12, n)
+    if np.isfinite(lower) and np.isfinite(upper):
+        width = upper - lower
+        inner = width * np.geomspace(1e-12, 0.5, n)
+        return np.concatenate([lower + inner, upper - inner])
+    if np.isfinite(lower):
+        return lower + offsets
+    if np.isfinite(upper):
+        return upper - offsets
+    return np.concatenate([-offsets[::-1], [0.0], offsets])
+
+
 def check_loss(loss, data=None):
     """Refuse a loss that cannot be used: missing methods, non-convexity, a domain that excludes the data.
 
     Convexity is checked on sample points: the second derivative must be
     non-negative, and must agree with finite differences of the gradient
     (which must agree with finite differences of the loss), at means spread
-    over the mean domain and data values ``data`` (or a default set).
+    over the mean domain and data values ``data`` (or a default set). Far
+    from those points, over the whole mean domain on a log scale (1e-12 to
+    1e12 off its ends), the loss must not be NaN, its gradient and hessian
+    must be finite wherever the loss is, and the hessian non-negative.
     """
     name = type(loss).__name__
     for method in ("loss", "gradient", "hessian"):
@@ -100,8 +123,11 @@ def check_loss(loss, data=None):
         raise TypeError(f"loss {name} is incomplete: {exc}") from None
     for label, arr in (("loss", value), ("gradient", grad), ("hessian", hess)):
         if np.shape(arr) == y_grid.shape and np.all(np.isnan(arr)):
-            raise TypeError(f"loss {name} does not define {label} (a compiled loss must "
-                            f"override _{label})")
+            if isinstance(loss, CompiledLoss):
+                raise TypeError(f"loss {name} does not define {label}: it is NaN at every "
+                                f"sample point (a compiled loss must override _{label})")
+            raise TypeError(f"loss {name} does not define {label}: {label}(y, mean) returns "
+                            "NaN at every sample point")
     for label, arr in (("loss", value), ("gradient", grad), ("hessian", hess)):
         if arr.shape != y_grid.shape:
             raise ValueError(f"loss {name}: {label}(y, mean) must be elementwise (got shape "
@@ -115,6 +141,7 @@ def check_loss(loss, data=None):
         bad = np.argwhere(hess < 0)[0]
         raise ValueError(f"loss {name} is not convex: hessian is {hess[tuple(bad)]:.3g} < 0 at "
                          f"y={y_grid[tuple(bad)]}, mean={m_grid[tuple(bad)]}")
+    _check_far_from_the_data(loss, name, ys)
     # Derivatives must be those of the loss (central differences, relative).
     h = 1e-6 * np.maximum(np.abs(m_grid), 1e-3)
     inside = (m_grid - h > lower) & (m_grid + h < upper)
@@ -128,6 +155,36 @@ def check_loss(loss, data=None):
             raise ValueError(f"loss {name}: {label} disagrees with finite differences at y={y_grid[bad]}, "
                              f"mean={m_grid[bad]} ({analytic[bad]:.6g} vs {numeric[bad]:.6g})")
     return loss
+
+
+def _check_far_from_the_data(loss, name, ys):
+    """Where the loss is finite over its whole mean domain, its derivatives must be too.
+
+    Probed at `_probe_means` for the data values ``ys``; a loss that overflows
+    to +inf far out is accepted there, a NaN anywhere inside the domain is not.
+    """
+    y_grid, m_grid = np.meshgrid(ys, _probe_means(loss), indexing="ij")
+    with np.errstate(all="ignore"):
+        value = np.asarray(loss.loss(y_grid, m_grid), dtype=np.float64)
+        grad = np.asarray(loss.gradient(y_grid, m_grid), dtype=np.float64)
+        hess = np.asarray(loss.hessian(y_grid, m_grid), dtype=np.float64)
+    where = f"inside its mean_domain {tuple(loss.mean_domain)}"
+    if np.any(np.isnan(value)):
+        bad = tuple(np.argwhere(np.isnan(value))[0])
+        raise ValueError(f"loss {name}: loss is NaN at y={y_grid[bad]:g}, mean={m_grid[bad]:g} "
+                         f"({where})")
+    finite = np.isfinite(value)
+    for label, arr in (("gradient", grad), ("hessian", hess)):
+        broken = finite & ~np.isfinite(arr)
+        if np.any(broken):
+            bad = tuple(np.argwhere(broken)[0])
+            raise ValueError(f"loss {name}: {label} is {arr[bad]} at y={y_grid[bad]:g}, "
+                             f"mean={m_grid[bad]:g} ({where}, where the loss is "
+                             f"{value[bad]:g}); the coding step can reach such means")
+    if np.any(finite & (hess < -1e-12 * (1.0 + np.abs(np.where(finite, hess, 0.0)).max()))):
+        bad = tuple(np.argwhere(finite & (hess < 0))[0])
+        raise ValueError(f"loss {name} is not convex: hessian is {hess[bad]:.3g} < 0 at "
+                         f"y={y_grid[bad]:g}, mean={m_grid[bad]:g}")
 
 
 register("poisson", PoissonLoss)

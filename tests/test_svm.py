@@ -402,3 +402,78 @@ def test_input_validation():
 @parametrize_with_checks([CuttingPlaneSVM()])
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
+
+
+# ---------------------------------------------------------------------------
+# Scale: large codes, huge C (issue: the solver crawled or never stopped)
+# ---------------------------------------------------------------------------
+def large_codes(seed=0):
+    """Codes of size ~100 in 2 topics, 3 classes: C ||x||^2 / cost is ~1e6 at C = 3e4."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, 22)
+    theta = rng.uniform(0.0, 60.0, (22, 2)) + 40.0 * np.eye(3)[y][:, :2]
+    return theta, y
+
+
+def test_large_codes_converge_in_few_iterations():
+    theta, y = large_codes()
+    for C in (3e4, 1e5):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            model = CuttingPlaneSVM(C=C, cost=476.7).fit(theta, y)
+        assert model.n_iter_ <= 60  # 522 iterations (19 s) before the face steps
+        assert model.objective_ - model.dual_objective_ <= certified_bound(C, 1e-3, 476.7)
+        assert model.objective_ == pytest.approx(primal_objective(model.coef_, theta, y, C, 476.7),
+                                                 rel=1e-12)
+
+
+def test_feature_scale_is_a_change_of_C():
+    """(s X, C / s^2) is the (X, C) problem with W / s and objective / s^2."""
+    theta, y = large_codes(1)
+    base = CuttingPlaneSVM(C=3e4, cost=476.7, tol=1e-6).fit(theta, y)
+    for s in (1e-2, 1e2):
+        scaled = CuttingPlaneSVM(C=3e4 / s ** 2, cost=476.7, tol=1e-6).fit(s * theta, y)
+        np.testing.assert_allclose(scaled.coef_ * s, base.coef_, rtol=1e-3,
+                                   atol=1e-3 * np.abs(base.coef_).max())
+        assert scaled.objective_ * s ** 2 == pytest.approx(base.objective_, rel=1e-6)
+        assert abs(scaled.n_iter_ - base.n_iter_) <= 5
+
+
+def test_huge_C_stops_with_a_clear_warning_or_certificate():
+    theta, y = large_codes(2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = CuttingPlaneSVM(C=1e12, cost=1.0).fit(theta, y)
+    assert model.n_iter_ <= 200  # bounded; it ran past 120 s before
+    messages = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    gap = model.objective_ - model.dual_objective_
+    if messages:
+        assert "double precision" in messages[0] and "C^2 ||x||^2" in messages[0]
+        assert f"{gap:.3g}" in messages[0]  # the gap it states is the one it reached
+    else:
+        assert gap <= certified_bound(1e12, 1e-3, 1.0)
+    # the dual bound is genuine (weak duality): no weights do better than it, e.g.
+    # those fitted with a smaller C; and the fit is within its stated gap of them
+    other = CuttingPlaneSVM(C=1e9, cost=1.0).fit(theta, y)
+    other_objective = primal_objective(other.coef_, theta, y, 1e12, 1.0)
+    assert model.dual_objective_ <= other_objective * (1 + 1e-9)
+    assert model.objective_ - other_objective <= gap * (1 + 1e-9)
+    assert gap <= 1e-2 * model.objective_
+
+
+def test_face_direction_on_a_singular_gram_matrix():
+    """More cuts than dimensions: H = G G' is singular; the step reaches the face optimum."""
+    rng = np.random.default_rng(4)
+    G = rng.normal(size=(9, 3))
+    H = G @ G.T
+    c = rng.uniform(0.0, 1.0, 9)
+    C = 5.0
+    alpha = np.full(9, C / 9)
+    for _ in range(20):
+        if not svm_module._newton_face_step(H, c, alpha, c - H @ alpha, C):
+            break
+    assert alpha.sum() == pytest.approx(C, rel=1e-12) and np.all(alpha >= 0)
+    # KKT on the support: the gradient is constant there (the face optimum)
+    g = c - H @ alpha
+    support = alpha > 0
+    assert np.ptp(g[support]) <= 1e-9 * (1 + np.abs(g).max())

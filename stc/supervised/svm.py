@@ -46,9 +46,10 @@ the fit invariant under the rescaling ``(C, cost) -> (C / cost, 1)``,
 the working set at the current ``W`` and ``qp_gap`` the duality gap of the
 restricted QP at the current ``alpha``, the algorithm stops when::
 
-    R_h(W) <= xi + eps        and        qp_gap <= 1e-2 * C * eps.
+    R_h(W) <= xi + eps        and        qp_gap <= 1e-2 * C * eps,
 
-For any dual-feasible ``alpha`` with ``W = sum alpha_j G_j`` one has the
+or as soon as ``P(W) - D(alpha) <= 1.01 * C * eps`` directly (the guarantee
+below).  For any dual-feasible ``alpha`` with ``W = sum alpha_j G_j`` one has the
 identity::
 
     P(W) - D(alpha) = C * (R_h(W) - xi) + qp_gap,
@@ -59,6 +60,17 @@ where ``P`` is the primal objective and ``D(alpha) = sum alpha_j c_j -
 termination::
 
     0 <= P(W) - P*  <=  P(W) - D(alpha)  <=  1.01 * C * eps = 1.01 * C * tol * cost.
+
+The restricted QP is re-solved from the previous ``alpha`` after each new
+cut (`_solve_qp`: pairwise steps, and exact steps to the optimum of the
+current face computed from the eigenvalues of the face's Gram matrix, which
+is singular as soon as there are more cuts than ``n_classes * n_features``).
+Its numbers grow like ``C^2 ||x||^2`` while the gap asked for grows like
+``C``: for a huge ``C`` or huge features the gap cannot be resolved in
+double precision. The QP then stops when its steps no longer raise the dual,
+and the loop stops with a ConvergenceWarning that gives the gap reached,
+when the most violated cut is one it already holds. The work is bounded by
+``max_iter`` cutting-plane iterations of at most ``qp_max_iter`` QP steps.
 
 The fitted attributes ``objective_`` and ``dual_objective_`` are ``P(W)``
 and ``D(alpha)``; their difference is the certified gap.
@@ -81,15 +93,14 @@ seeded with the most violated labelling at the previous ``coef_``.
 
 import numbers
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted
-
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from stc._core._simplex import project_onto_simplex
 from stc._validation import InstanceOf, Interval, validate_params
@@ -102,18 +113,16 @@ __all__ = [
     "sample_hinges",
 ]
 
-# The restricted QP is solved to a duality gap of _QP_REL_TOL * C * eps.
+# The restricted QP is solved to a duality gap of _QP_REL_TOL * C * eps (or
+# until rounding stops its progress, see `_solve_qp`).
 _QP_REL_TOL = 1e-2
 # Cuts whose dual weight stayed zero for this many consecutive iterations are
 # removed from the working set (the zero cut at index 0 is never removed).
 _MAX_IDLE = 50
 
 
-# ---------------------------------------------------------------------------
-# Projection onto the capped simplex (used for warm-start repair of alpha)
-# ---------------------------------------------------------------------------
 def _project_capped(v, radius):
-    """Projection onto {x >= 0, sum(x) <= radius}."""
+    """Projection onto {x >= 0, sum(x) <= radius} (warm-start repair of alpha)."""
     w = np.maximum(np.asarray(v, dtype=np.float64), 0.0)
     if w.sum() <= radius:
         return w
@@ -326,6 +335,10 @@ class _WorkingSet:
         self.H[m : m + k, : m + k] = cross.T
         self.m = m + k
 
+    def holds(self, labelling):
+        """Whether the working set already has the cut of ``labelling``."""
+        return bool(np.any(np.all(self.labels[1:self.m] == labelling, axis=1)))
+
     def drop_idle(self):
         m = self.m
         active = self.alpha[:m] > 0
@@ -345,44 +358,59 @@ class _WorkingSet:
         self.m = k
 
 
+def _face_direction(H_SS, g_S):
+    """Ascent direction on the face {sum(d) = 0} of the current support, scaled to max |d| = 1.
+
+    On the face the QP is the quadratic g.d - 1/2 d'H d in d with sum(d) = 0.
+    With P the projection onto sum(d) = 0, the reduced Hessian P H P is
+    split by its eigenvalues. Where it is flat (the cut gradients G_j are
+    linearly dependent, as soon as there are more cuts than n_classes *
+    n_features), a gradient component there makes the face unbounded: move
+    along it, to the boundary. Otherwise the Newton step (pseudo-inverse):
+    the face's maximiser. Returns None when there is no ascent direction.
+    """
+    k = g_S.size
+    P = np.eye(k) - 1.0 / k
+    reduced = P @ g_S
+    lam, V = np.linalg.eigh(P @ H_SS @ P)
+    coef = V.T @ reduced
+    # flat: within the rounding of the eigenvalues (about k * 1e-16 * the largest)
+    flat = lam <= 100.0 * k * np.finfo(np.float64).eps * max(lam[-1], 0.0)
+    d = V @ np.where(flat, coef, 0.0)
+    d -= d.mean()  # (the constant vector is flat too, and no direction on the face)
+    if not np.linalg.norm(d) > 1e-8 * np.linalg.norm(reduced):  # rounding, not a direction
+        d = V @ np.where(flat, 0.0, coef / np.where(flat, 1.0, lam))
+        d -= d.mean()
+    size = np.abs(d).max()
+    if not (np.isfinite(size) and size > 0.0):
+        return None
+    d = d / size  # a rounding-level d with a huge step would move sum(alpha)
+    d -= d.mean()
+    return d if g_S @ d > 0.0 else None
+
+
 def _newton_face_step(H, c, alpha, g, C):
     """Exact-line-search step towards the optimum of the current face.
 
     On the face ``{a_j = 0 for j not in S, sum(a) = C}`` (``S`` the support
-    of ``alpha``) the QP is an equality-constrained quadratic whose
-    stationary point solves ``H_SS a + lam 1 = c_S, 1.a = C``.  We move from
-    ``alpha`` towards it as far as the quadratic line search and
-    ``alpha >= 0`` allow (a variable hitting zero leaves the support).  The
-    step is taken only along an ascent direction, so the dual objective never
-    decreases, however ill-conditioned ``H_SS`` is.  Updates ``alpha`` in
-    place; returns False when no step was taken.
+    of ``alpha``) the QP is an equality-constrained quadratic; we move from
+    ``alpha`` along `_face_direction` as far as the quadratic line search
+    and ``alpha >= 0`` allow (a variable hitting zero leaves the support).
+    The step is taken only along an ascent direction, so the dual objective
+    never decreases, however ill-conditioned or singular ``H_SS`` is.
+    Updates ``alpha`` in place; returns False when no step was taken.
     """
     S = np.flatnonzero(alpha > 0.0)
-    k = S.size
-    if k < 2:
+    if S.size < 2:
         return False
     H_SS = H[np.ix_(S, S)]
-    kkt = np.zeros((k + 1, k + 1))
-    kkt[:k, :k] = H_SS
-    kkt[:k, k] = 1.0
-    kkt[k, :k] = 1.0
-    rhs = np.empty(k + 1)
-    rhs[:k] = c[S]
-    rhs[k] = C
-    try:
-        target = np.linalg.solve(kkt, rhs)[:k]
-    except np.linalg.LinAlgError:
-        return False
-    a_S = alpha[S]
-    d = target - a_S
-    d -= d.sum() / k  # stay exactly on sum(alpha) = C
-    if not np.all(np.isfinite(d)):
+    d = _face_direction(H_SS, g[S])
+    if d is None:
         return False
     slope = float(g[S] @ d)
-    if not slope > 0.0:
-        return False
     curv = float(d @ (H_SS @ d))
     t = slope / curv if curv > 0.0 else np.inf
+    a_S = alpha[S]
     hit = -1
     neg = np.flatnonzero(d < 0.0)
     if neg.size:
@@ -406,14 +434,18 @@ def _solve_qp(H, c, alpha, C, tol, max_iter):
     ``j`` to cut ``i`` along ``e_i - e_j`` with an exact line search, ``i``
     maximising the gradient and ``j`` the second-order gain among the cuts
     with positive weight; this changes the support -- followed by one
-    safeguarded Newton step on the face of the current support, which
-    removes the slow zig-zag of pure coordinate methods on the
-    ill-conditioned Gram matrices of nearly parallel cuts.  Both steps are
-    ascent steps.  Stops when the Frank-Wolfe gap ``C * max(g) - a.g``
-    (``g = c - H a``) is at most ``tol``; that gap is exactly the duality gap
-    of the restricted problem, hence bounds the suboptimality of ``a``.
+    step towards the optimum of the face of the current support
+    (`_newton_face_step`), which removes the slow zig-zag of pure
+    coordinate methods on the ill-conditioned or singular Gram matrices of
+    nearly parallel cuts.  Both steps are ascent steps.  Stops when the
+    Frank-Wolfe gap ``C * max(g) - a.g`` (``g = c - H a``) is at most
+    ``tol``; that gap is exactly the duality gap of the restricted problem,
+    hence bounds the suboptimality of ``a``.  Also stops when two iterations
+    in a row leave the dual objective where it was: the gap asked for is
+    then below what double precision resolves (huge ``C`` or features: the
+    QP's numbers grow like ``C^2 ||x||^2``, the gap asked for like ``C``).
 
-    Returns the number of iterations.
+    Returns (iterations, whether it stopped for lack of progress).
     """
     diag = np.diag(H).copy()
     tau = 1e-12 * max(float(diag.max()), 1e-300)
@@ -425,18 +457,20 @@ def _solve_qp(H, c, alpha, C, tol, max_iter):
 
 
 def _qp_loop(H, c, alpha, C, tol, max_iter, diag, tau, g):
-    steps = 0
+    steps = idle = 0
+    dual = 0.5 * float(alpha @ (c + g))  # c.a - 1/2 a'Ha, as g = c - H a
     while steps < max_iter:
         i = int(np.argmax(g))
         gi = g[i]
-        if C * gi - alpha @ g <= tol:
-            break
+        gap = C * gi - alpha @ g
+        if gap <= tol:
+            return steps, False
         b = gi - g
         curv = np.maximum(diag[i] + diag - 2.0 * H[i], tau)
         gain = np.where((alpha > 0.0) & (b > 0.0), b * b / curv, -1.0)
         j = int(np.argmax(gain))
         if gain[j] <= 0.0:  # optimal up to round-off
-            break
+            return steps, True
         t = b[j] / curv[j]
         if t >= alpha[j]:
             t = alpha[j]
@@ -447,14 +481,119 @@ def _qp_loop(H, c, alpha, C, tol, max_iter, diag, tau, g):
         _newton_face_step(H, c, alpha, c - H @ alpha, C)
         g = c - H @ alpha
         steps += 1
-    return steps
+        previous, dual = dual, 0.5 * float(alpha @ (c + g))
+        idle = idle + 1 if not dual > previous else 0
+        if idle == 2:
+            return steps, True
+    return steps, False
 
 
 # ---------------------------------------------------------------------------
-# Estimator
+# The cutting-plane loop, step by step
 # ---------------------------------------------------------------------------
-def _sample_shares(sample_weight, y_index):
-    """s_d of the averaged hinge: 1/D, or the normalised non-negative sample weights."""
+@dataclass
+class _Problem:
+    """The data of one fit: features, class indices, sample weights, C and the label cost."""
+
+    X: np.ndarray
+    y_index: np.ndarray
+    s: np.ndarray  # weights of the averaged hinge, summing to 1
+    n_classes: int
+    C: float
+    cost: float
+
+    def __post_init__(self):
+        self.delta = _loss_matrix(self.y_index, self.n_classes, self.cost)
+
+    @property
+    def n_dims(self):
+        return self.n_classes * self.X.shape[1]
+
+    def cuts(self, labellings):
+        return _build_cuts(labellings, self.X, self.y_index, self.s, self.cost, self.n_classes)
+
+    def most_violated(self, W):
+        """The loss-augmented labelling at ``W``, and the averaged hinge R_h(W)."""
+        ybar, hinge_d = _oracle(W.reshape(self.n_classes, -1), self.X, self.y_index,
+                                self.cost, self.delta)
+        return ybar, float(self.s @ hinge_d)
+
+
+@dataclass
+class _Restricted:
+    """The solution of the QP restricted to the working set, and its certificates."""
+
+    W: np.ndarray
+    xi: float  # the working set's slack at W
+    dual: float  # D(alpha)
+    qp_gap: float  # duality gap of the restricted QP
+    qp_stuck: bool  # the QP stopped making progress above its tolerance (rounding)
+
+
+def _solve_restricted(ws, C, qp_tol, qp_max_iter):
+    """Re-solve the restricted QP from the working set's alpha (a warm start)."""
+    m = ws.m
+    H, c, G, alpha = ws.H[:m, :m], ws.c[:m], ws.G[:m], ws.alpha[:m]
+    _, stuck = _solve_qp(H, c, alpha, C, qp_tol, qp_max_iter)
+    W = alpha @ G
+    slack = c - G @ W
+    slack[0] = 0.0
+    xi = float(slack.max())
+    dual = float(alpha @ c) - 0.5 * float(W @ W)
+    gap = C * xi - float(alpha @ slack)
+    return _Restricted(W, xi, dual, gap, stuck and gap > qp_tol)
+
+
+def _cutting_plane(problem, ws, eps, qp_tol, max_iter, qp_max_iter, verbose):
+    """Algorithm 4 of Joachims, Finley & Yu (1-slack); returns (W, primal, dual, n_iter, why).
+
+    ``why`` is None at convergence, else the reason for stopping, for the
+    ConvergenceWarning.
+    """
+    C = problem.C
+    if ws.m > 1:
+        sol = _solve_restricted(ws, C, qp_tol, qp_max_iter)
+    else:
+        sol = _Restricted(np.zeros(problem.n_dims), 0.0, 0.0, 0.0, False)
+    n_iter = 0
+    while True:
+        n_iter += 1
+        ybar, hinge = problem.most_violated(sol.W)
+        primal = 0.5 * float(sol.W @ sol.W) + C * hinge
+        if verbose:
+            print(f"[CuttingPlaneSVM] iter {n_iter:4d} cuts {ws.m - 1:4d} "
+                  f"primal {primal:.8g} dual {sol.dual:.8g} "
+                  f"violation {hinge - sol.xi:.3g} qp_gap {sol.qp_gap:.3g}")
+        violated = hinge > sol.xi + eps
+        if (not violated and sol.qp_gap <= qp_tol) or primal - sol.dual <= 1.01 * C * eps:
+            return sol.W, primal, sol.dual, n_iter, None
+        if sol.qp_stuck and (not violated or ws.holds(ybar)):
+            # The restricted QP is solved as far as rounding allows and the
+            # most violated cut is not violated, or is one we already hold:
+            # no further cut can move W.
+            return sol.W, primal, sol.dual, n_iter, _precision_message(primal, sol.dual, C,
+                                                                       eps, problem)
+        if n_iter >= max_iter:
+            return sol.W, primal, sol.dual, n_iter, (
+                f"max_iter={max_iter} iterations reached (certified gap {primal - sol.dual:.3g}, "
+                f"asked for {1.01 * C * eps:.3g}); increase max_iter or tol")
+        if violated and not ws.holds(ybar):
+            c_new, G_new = problem.cuts(ybar[None, :])
+            ws.add(c_new, G_new, ybar[None, :])
+        sol = _solve_restricted(ws, C, qp_tol, qp_max_iter)
+        ws.drop_idle()
+
+
+def _precision_message(primal, dual, C, eps, problem):
+    largest = float(np.sqrt(np.max(np.einsum("ij,ij->i", problem.X, problem.X), initial=0.0)))
+    return (f"the duality gap cannot be certified below {primal - dual:.3g} in double "
+            f"precision (asked for {1.01 * C * eps:.3g}): the dual works with numbers of "
+            f"size C^2 ||x||^2 = {C * C * largest * largest:.3g}. Lower C or scale the "
+            "features down, or raise tol")
+
+
+def _hinge_weights(sample_weight, y_index):
+    """s_d of the averaged hinge: 1/D, or the sample weights normalised to sum 1."""
     n_samples = y_index.shape[0]
     if sample_weight is None:
         return np.full(n_samples, 1.0 / n_samples)
@@ -471,21 +610,9 @@ def _sample_shares(sample_weight, y_index):
     return sw / sw.sum()
 
 
-def _solve_restricted(ws, C, qp_tol, qp_max_iter):
-    """Solve the dual QP on the working set; return W, its slack xi, D(alpha), the QP gap, steps."""
-    m = ws.m
-    qp_steps = _solve_qp(ws.H[:m, :m], ws.c[:m], ws.alpha[:m], C, qp_tol, qp_max_iter)
-    alpha = ws.alpha[:m]
-    W = alpha @ ws.G[:m]
-    slack = ws.c[:m] - ws.G[:m] @ W
-    slack[0] = 0.0
-    xi = float(slack.max())
-    sq = float(W @ W)
-    dual = float(alpha @ ws.c[:m]) - 0.5 * sq
-    gap = C * xi - float(alpha @ slack)
-    return W, xi, dual, gap, qp_steps
-
-
+# ---------------------------------------------------------------------------
+# Estimator
+# ---------------------------------------------------------------------------
 class CuttingPlaneSVM(ClassifierMixin, BaseEstimator):
     """Crammer-Singer multi-class linear SVM, 1-slack cutting-plane solver.
 
@@ -597,96 +724,55 @@ class CuttingPlaneSVM(ClassifierMixin, BaseEstimator):
                 "CuttingPlaneSVM needs samples of at least 2 classes in the "
                 f"data, but the data contains only one class: {classes[0]!r}"
             )
-        s = _sample_shares(sample_weight, y_index)
-        C, cost = float(self.C), float(self.cost)
-        n_classes, n_features = classes.shape[0], X.shape[1]
-        ws = _WorkingSet(n_classes * n_features, X.shape[0], C)
-        delta = _loss_matrix(y_index, n_classes, cost)
-        if (self.warm_start and hasattr(self, "coef_")
-                and self.coef_.shape == (n_classes, n_features)
-                and np.array_equal(self.classes_, classes)):
-            self._seed_working_set(ws, X, y_index, s, delta)
-        W, primal, dual, n_iter, problem = self._cutting_planes(ws, X, y_index, s, delta,
-                                                                n_classes)
-        if problem is not None:
-            warnings.warn(f"CuttingPlaneSVM did not converge: {problem}.", ConvergenceWarning)
+        problem = _Problem(X, y_index, _hinge_weights(sample_weight, y_index),
+                           classes.shape[0], float(self.C), float(self.cost))
+        eps = float(self.tol) * problem.cost
+        ws = self._initial_working_set(problem, classes)
+        W, primal, dual, n_iter, why = _cutting_plane(
+            problem, ws, eps, _QP_REL_TOL * problem.C * eps, self.max_iter,
+            self.qp_max_iter, self.verbose)
+        if why is not None:
+            warnings.warn(f"CuttingPlaneSVM did not converge: {why}.", ConvergenceWarning)
+
         m = ws.m
         active = np.nonzero(ws.alpha[1:m] > 0)[0] + 1
         self._labellings = ws.labels[active].copy()
         self._alpha_cuts = ws.alpha[active].copy()
-        self._C_fit = C
+        self._C_fit = problem.C
         self.classes_ = classes
-        self.coef_ = W.reshape(n_classes, n_features).copy()
+        self.coef_ = W.reshape(problem.n_classes, -1).copy()
         self.n_iter_ = n_iter
         self.n_cuts_ = m - 1
         self.objective_ = primal
         self.dual_objective_ = dual
         return self
 
-    def _seed_working_set(self, ws, X, y_index, s, delta):
-        """Warm start: the previous fit's cuts, re-evaluated on the new data (see module doc)."""
-        C, cost, n_classes = float(self.C), float(self.cost), self.coef_.shape[0]
-        if self._labellings.shape[1] == X.shape[0] and self._labellings.shape[0] > 0:
+    def _initial_working_set(self, problem, classes):
+        """The zero cut, plus with ``warm_start`` the previous fit's cuts (see the module doc)."""
+        C = problem.C
+        ws = _WorkingSet(problem.n_dims, problem.X.shape[0], C)
+        warm = (
+            self.warm_start
+            and hasattr(self, "coef_")
+            and self.coef_.shape == (problem.n_classes, problem.X.shape[1])
+            and np.array_equal(self.classes_, classes)
+        )
+        if not warm:
+            return ws
+        if self._labellings.shape[1] == problem.X.shape[0] and self._labellings.shape[0] > 0:
             # Re-evaluate the previous cuts (labellings) on the new data.
-            c_new, G_new = _build_cuts(
-                self._labellings.astype(np.intp), X, y_index, s, cost, n_classes
-            )
-            alpha = self._alpha_cuts * (C / self._C_fit)
-            alpha = _project_capped(alpha, C)
+            c_new, G_new = problem.cuts(self._labellings.astype(np.intp))
+            alpha = _project_capped(self._alpha_cuts * (C / self._C_fit), C)
             ws.add(c_new, G_new, self._labellings, alpha)
             ws.alpha[0] = max(C - alpha.sum(), 0.0)
         else:
             # Labellings are meaningless for a different sample set: seed the
             # working set with the most violated labelling at the old W.
-            ybar, _ = _oracle(self.coef_, X, y_index, cost, delta)
-            c_new, G_new = _build_cuts(ybar[None, :], X, y_index, s, cost, n_classes)
+            ybar, _ = problem.most_violated(self.coef_.ravel())
+            c_new, G_new = problem.cuts(ybar[None, :])
             if c_new[0] > 0:
                 ws.add(c_new, G_new, ybar[None, :])
-
-    def _cutting_planes(self, ws, X, y_index, s, delta, n_classes):
-        """Alg. 4 of Joachims et al.: add the most violated cut, re-solve the QP, repeat.
-
-        Returns (W flattened, primal P(W), dual D(alpha), iterations, None or
-        why it stopped before the stopping rule held).
-        """
-        C, cost = float(self.C), float(self.cost)
-        eps = float(self.tol) * cost
-        qp_tol = _QP_REL_TOL * C * eps
-        n_features = X.shape[1]
-        if ws.m > 1:
-            W, xi, dual, qp_gap, _ = _solve_restricted(ws, C, qp_tol, self.qp_max_iter)
-        else:
-            W, xi, dual, qp_gap = np.zeros(n_classes * n_features), 0.0, 0.0, 0.0
-        n_iter = 0
-        stalled = False
-        while True:
-            n_iter += 1
-            ybar, hinge_d = _oracle(W.reshape(n_classes, n_features), X, y_index, cost, delta)
-            hinge = float(s @ hinge_d)
-            primal = 0.5 * float(W @ W) + C * hinge
-            if self.verbose:
-                print(
-                    f"[CuttingPlaneSVM] iter {n_iter:4d} cuts {ws.m - 1:4d} "
-                    f"primal {primal:.8g} dual {dual:.8g} "
-                    f"violation {hinge - xi:.3g} qp_gap {qp_gap:.3g}"
-                )
-            violated = hinge > xi + eps
-            if not violated and qp_gap <= qp_tol:
-                return W, primal, dual, n_iter, None
-            if n_iter >= self.max_iter or (stalled and not violated):
-                break
-            if violated:
-                c_new, G_new = _build_cuts(ybar[None, :], X, y_index, s, cost, n_classes)
-                ws.add(c_new, G_new, ybar[None, :])
-            W, xi, dual, qp_gap, qp_steps = _solve_restricted(ws, C, qp_tol, self.qp_max_iter)
-            stalled = qp_steps == 0 and not violated
-            ws.drop_idle()
-        if stalled:
-            why = ("the restricted QP could not reach its tolerance (round-off); "
-                   "tol is too small for double precision")
-        else:
-            why = f"max_iter={self.max_iter} iterations reached; increase max_iter or tol"
-        return W, primal, dual, n_iter, why
+        return ws
 
     # -- prediction -------------------------------------------------------
     def decision_function(self, X):

@@ -112,13 +112,14 @@ def known_terms_only(model, X):
 
 
 def coding_problem(model):
-    """The `stc.coding.CodingProblem` that ``model`` codes documents with."""
+    """The `stc.coding.CodingProblem` that fitted ``model`` codes documents with."""
     from stc.coding import CodingProblem
     from stc.losses import get_loss
 
     params = model.get_params()
     gamma = params["lambda_"] if params["gamma"] is None else params["gamma"]
-    return CodingProblem(get_loss(params["loss"]), params["lambda_"], gamma, params["rho"],
+    # effective_rho_: the rho of objective (2), also when rho is in relative units
+    return CodingProblem(get_loss(params["loss"]), params["lambda_"], gamma, model.effective_rho_,
                          params["theta_penalty"], params["code_penalty"],
                          params["inner_max_iter"], params["inner_tol"])
 

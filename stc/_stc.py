@@ -105,7 +105,19 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     gamma : float or None, default=None
         Weight of the coupling gamma * ||s_dn - theta_d||^2; None means ``lambda_``.
     rho : float, default=0.01
-        Weight of the penalty on word codes s.
+        Weight of the penalty on word codes s, in the units ``rho_units`` says.
+    rho_units : {"absolute", "relative"}, default="absolute"
+        ``"absolute"``: ``rho`` is the weight in objective (2), the paper's
+        parameterisation. ``"relative"``: ``rho`` is read as
+        rho / sqrt(2 gamma w_bar), w_bar the mean count of an observed entry of
+        the training data (``count_scale_``), and objective (2) gets
+        ``effective_rho_`` = rho sqrt(2 gamma w_bar) (not for a dask array). With
+        the Poisson loss the
+        zeros of the codes then depend on ``rho`` alone, not on gamma,
+        ``lambda_`` (with the l2 penalty on theta and gamma = ``lambda_``) or the
+        scale of the counts; roughly, a topic gives non-zero codes to the other
+        words of a document only if it explains more than a share ``rho`` of
+        its words. See docs/algorithms.md, "Sparsity".
     loss : str or loss instance, default="poisson"
         Registered loss name (``stc.losses.registered_losses()``) or instance.
     theta_penalty : {"l2", "l1"}, default="l2"
@@ -185,6 +197,12 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Number of terms (columns of ``X``) seen in ``fit``.
     fit_time_ : float
         Seconds spent in the last call to ``fit``.
+    count_scale_ : float
+        w_bar: the mean count of an observed entry (stored non-zero) of the
+        training data (in online learning, of the first batch).
+    effective_rho_ : float
+        The weight of the word-code penalty in objective (2): ``rho``, or
+        ``rho * sqrt(2 * gamma * count_scale_)`` in relative units.
 
     Examples
     --------
@@ -201,6 +219,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         "lambda_": [Interval(numbers.Real, 0, None)],
         "gamma": [NoneValue(), Interval(numbers.Real, 0, None, closed="neither")],
         "rho": [Interval(numbers.Real, 0, None)],
+        "rho_units": [Options("absolute", "relative")],
         "loss": [InstanceOf(str, CompiledLoss, PythonLoss,
                             description="a registered loss name or a loss instance")],
         "theta_penalty": [Options("l1", "l2")],
@@ -220,8 +239,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         "n_passes": [Interval(numbers.Integral, 1, None)],
     }
 
-    def __init__(self, n_topics=20, *, lambda_=0.1, gamma=None, rho=0.01, loss="poisson",
-                 theta_penalty="l2", code_penalty="l1", max_iter=100, tol=1e-4,
+    def __init__(self, n_topics=20, *, lambda_=0.1, gamma=None, rho=0.01, rho_units="absolute",
+                 loss="poisson", theta_penalty="l2", code_penalty="l1", max_iter=100, tol=1e-4,
                  inner_max_iter=50, inner_tol=1e-4, dictionary_max_iter=3, n_jobs=None,
                  random_state=None, verbose=0, learning_method="batch", batch_size=256,
                  learning_decay=0.7, learning_offset=10.0, n_passes=3):
@@ -229,6 +248,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.lambda_ = lambda_
         self.gamma = gamma
         self.rho = rho
+        self.rho_units = rho_units
         self.loss = loss
         self.theta_penalty = theta_penalty
         self.code_penalty = code_penalty
@@ -248,16 +268,41 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     # ---- parameter and input checks
 
-    def _coding_problem(self):
-        """Validate the parameters; return the documents' `CodingProblem`."""
+    def _checked_loss(self):
+        """Validate the parameters; return the loss object."""
         validate_params(self.get_params(deep=False), self._parameter_constraints,
                         type(self).__name__)
         if self.gamma is None and not self.lambda_ > 0:
             raise ValueError("gamma defaults to lambda_, which is 0: set gamma > 0")
-        return CodingProblem(get_loss(self.loss), self.lambda_,
-                             self.lambda_ if self.gamma is None else self.gamma, self.rho,
+        return get_loss(self.loss)
+
+    def _objective_rho(self, gamma):
+        """rho of objective (2): ``rho`` itself, or in relative units times sqrt(2 gamma w_bar)."""
+        if self.rho_units == "absolute":
+            return self.rho
+        if not hasattr(self, "count_scale_"):
+            raise ValueError("rho_units='relative' needs count_scale_, the mean count of the "
+                             "training data, which fit sets: fit the model first")
+        return self.rho * np.sqrt(2.0 * gamma * self.count_scale_)
+
+    def _coding_problem(self):
+        """Validate the parameters; return the documents' `CodingProblem`.
+
+        In relative units rho needs ``count_scale_``, which `_set_count_scale` sets
+        from the training data.
+        """
+        loss = self._checked_loss()
+        gamma = self.lambda_ if self.gamma is None else self.gamma
+        return CodingProblem(loss, self.lambda_, gamma, self._objective_rho(gamma),
                              self.theta_penalty, self.code_penalty, self.inner_max_iter,
                              self.inner_tol)
+
+    def _set_count_scale(self, X):
+        """Record w_bar of the training data (validated CSR counts) and the rho it gives."""
+        self.count_scale_ = float(X.data.mean())
+        problem = self._coding_problem()
+        self.effective_rho_ = float(problem.rho)
+        return problem
 
     def _validate_X(self, X, reset, loss):
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset)
@@ -277,15 +322,20 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         """Learn the topics from the document-term count matrix ``X``."""
         start = time.perf_counter()
-        problem = self._coding_problem()
+        loss = self._checked_loss()
         if is_dask_array(X):
-            self._fit_dask(X, problem)
+            if self.rho_units == "relative":
+                raise ValueError("rho_units='relative' is not supported for a dask array: "
+                                 "give rho in absolute units, rho * sqrt(2 gamma w_bar) with "
+                                 "w_bar the mean count of a stored entry")
+            self._fit_dask(X, self._coding_problem())
             self.fit_time_ = time.perf_counter() - start
             return self
         if self.learning_method == "online":
-            check_online_loss(problem.loss)
-        X = self._validate_X(X, reset=True, loss=problem.loss)
+            check_online_loss(loss)
+        X = self._validate_X(X, reset=True, loss=loss)
         check_training_corpus(X)
+        problem = self._set_count_scale(X)
         if self.learning_method == "online":
             rng = check_random_state(self.random_state)
             self._forget_online_state()
@@ -299,7 +349,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                     yield batch
 
             n_batches = -(-X.shape[0] // self.batch_size)
-            self._online_passes(problem, shuffled_batches, n_batches, rng)
+            self._online_passes(lambda: problem, shuffled_batches, n_batches, rng)
         else:
             self._forget_online_state()
             state = self._initial_state(X, problem.loss)
@@ -350,13 +400,16 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         are the starting point. Needs the Poisson loss.
         """
         start = time.perf_counter()
-        problem = self._coding_problem()
-        check_online_loss(problem.loss)
+        loss = self._checked_loss()
+        check_online_loss(loss)
         first = not hasattr(self, "components_")
-        X = self._validate_X(X, reset=first, loss=problem.loss)
+        X = self._validate_X(X, reset=first, loss=loss)
         if first:
             check_training_corpus(X)
             self._forget_online_state()
+            problem = self._set_count_scale(X)  # w_bar of the first batch
+        else:
+            problem = self._coding_problem()
         outcome = self._learn_batch(problem, X, check_random_state(self.random_state))
         self._batch_objectives = getattr(self, "_batch_objectives", []) + [outcome.objective]
         self.objective_ = np.asarray(self._batch_objectives)
@@ -379,8 +432,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         class). Starts afresh, like ``fit``.
         """
         start = time.perf_counter()
-        problem = self._coding_problem()
-        check_online_loss(problem.loss)
+        loss = self._checked_loss()
+        check_online_loss(loss)
         if iter(batches) is batches and self.n_passes > 1:
             raise TypeError(f"batches is a one-shot iterator but n_passes={self.n_passes}: "
                             "pass an iterable that can be iterated again (e.g. a list or a "
@@ -394,12 +447,14 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         def validated_batches():
             for batch in batches:
                 first = not hasattr(self, "components_")
-                batch = self._validate_X(batch, reset=first, loss=problem.loss)
+                batch = self._validate_X(batch, reset=first, loss=loss)
                 if first:
                     check_training_corpus(batch)
+                    self._set_count_scale(batch)  # w_bar of the first batch
                 yield batch
 
-        self._online_passes(problem, validated_batches, None, rng)
+        # the problem is built per batch: rho in relative units needs the first batch
+        self._online_passes(self._coding_problem, validated_batches, None, rng)
         self.fit_time_ = time.perf_counter() - start
         return self
 
@@ -429,8 +484,11 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self._online_multipliers = statistics.multipliers
         return outcome
 
-    def _online_passes(self, problem, make_batches, n_batches, rng):
-        """``n_passes`` passes over ``make_batches()``; sets the fitted attributes."""
+    def _online_passes(self, problem_of, make_batches, n_batches, rng):
+        """``n_passes`` passes over ``make_batches()``; sets the fitted attributes.
+
+        ``problem_of()`` gives the coding problem of each batch.
+        """
         progress = (OnlineProgressPrinter(self.n_passes, n_batches, every_batch=self.verbose >= 2)
                     if self.verbose else None)
         pass_objectives, capped = [], 0
@@ -440,7 +498,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 for batch_number, X in enumerate(make_batches(), start=1):
                     if X.shape[0] == 0:
                         continue
-                    outcome = self._learn_batch(problem, X, rng)
+                    outcome = self._learn_batch(problem_of(), X, rng)
                     total += outcome.objective
                     capped += outcome.capped_documents
                     if progress is not None:

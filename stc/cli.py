@@ -178,6 +178,9 @@ def _add_model_options(parser):
                        help="coupling of word and document codes (default: equal to --lambda)")
     model.add_argument("--rho", type=_number(float, 0), metavar="X",
                        help=f"weight of the word-code penalty ({_default('rho')})")
+    model.add_argument("--rho-units", choices=("absolute", "relative"),
+                       help="units of --rho: the paper's weight, or relative to "
+                            f"sqrt(2 gamma mean count) ({_default('rho_units')})")
     model.add_argument("--loss", metavar="NAME",
                        help="a registered loss: poisson, gaussian, bernoulli, or one registered "
                             f"by an --import module ({_default('loss')})")
@@ -394,9 +397,9 @@ def _one_line(exc):
 # Commands
 # ---------------------------------------------------------------------------
 
-_STC_OPTIONS = ("n_topics", "lambda_", "gamma", "rho", "loss", "theta_penalty", "code_penalty",
-                "max_iter", "tol", "inner_max_iter", "inner_tol", "dictionary_max_iter",
-                "random_state", "n_jobs")
+_STC_OPTIONS = ("n_topics", "lambda_", "gamma", "rho", "rho_units", "loss", "theta_penalty",
+                "code_penalty", "max_iter", "tol", "inner_max_iter", "inner_tol",
+                "dictionary_max_iter", "random_state", "n_jobs")
 _MEDSTC_OPTIONS = ("C", "cost", "svm_tol", "svm_max_iter", "refit_C")
 
 

@@ -314,11 +314,13 @@ class MedSTC(ClassifierMixin, STC):
     }
 
     def __init__(self, n_topics=20, *, C=30000.0, cost=3600.0, svm_tol=1e-3, svm_max_iter=1000,
-                 refit_C=3e6, lambda_=30.0, gamma=None, rho=0.01, loss="poisson",
+                 refit_C=3e6, lambda_=30.0, gamma=None, rho=0.01, rho_units="absolute",
+                 loss="poisson",
                  theta_penalty="l2", code_penalty="l1", max_iter=20, tol=1e-4,
                  inner_max_iter=50, inner_tol=1e-4, dictionary_max_iter=3, n_jobs=None,
                  random_state=None, verbose=0):
-        super().__init__(n_topics=n_topics, lambda_=lambda_, gamma=gamma, rho=rho, loss=loss,
+        super().__init__(n_topics=n_topics, lambda_=lambda_, gamma=gamma, rho=rho,
+                         rho_units=rho_units, loss=loss,
                          theta_penalty=theta_penalty, code_penalty=code_penalty,
                          max_iter=max_iter, tol=tol, inner_max_iter=inner_max_iter,
                          inner_tol=inner_tol, dictionary_max_iter=dictionary_max_iter,
@@ -334,12 +336,13 @@ class MedSTC(ClassifierMixin, STC):
     def fit(self, X, y):
         """Learn topics, codes and the classifier from counts ``X`` and labels ``y``."""
         start = time.perf_counter()
-        problem = self._coding_problem()
+        loss = self._checked_loss()
         if is_dask_array(X):
             raise TypeError("MedSTC does not fit dask arrays (see 'MedSTC online and "
                             "distributed' in the algorithms page); compute X first")
-        X = self._validate_X(X, reset=True, loss=problem.loss)
+        X = self._validate_X(X, reset=True, loss=loss)
         check_training_corpus(X)
+        problem = self._set_count_scale(X)
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError(f"y must be 1-D with one label per document ({X.shape[0]}), "

@@ -73,6 +73,7 @@ FULL = dict(
     stc_lambda=(0.1, 1.0),
     theta_penalties=("l2", "l1"),
     stc_max_iter=100,
+    recoded_rho=(0.02, 0.05, 0.1, 0.3, 1.0, 3.0),
     lda_alpha=(1e-3, 1e-2, 1e-1, None, 1.0),
     lda_max_iter=10,
     medstc_rho=(0.001, 0.01, 0.02, 0.05, 0.1),
@@ -89,6 +90,7 @@ QUICK = dict(
     stc_lambda=(0.1,),
     theta_penalties=("l2",),
     stc_max_iter=3,
+    recoded_rho=(0.3,),
     lda_alpha=(None,),
     lda_max_iter=2,
     medstc_rho=(0.05,),
@@ -99,6 +101,7 @@ QUICK = dict(
     seed=0,
     subset=4,             # every 4th document of the embedded corpus (all 3 groups)
 )
+MODEL_KINDS = ("stc", "stc-recoded", "lda", "medstc")
 PROTOCOL_TEXT = (
     "Protocol: STC and LDA are fitted on the training split only; the test split is coded "
     "with `transform`. Word-code zeros: share of zero entries of the test word codes, over "
@@ -158,11 +161,6 @@ def read_corpus(quick, data, subset=None):
 # Measurements
 # ---------------------------------------------------------------------------
 
-def absolute_rho(rho, rho_units, gamma, mean_count):
-    """The rho of objective (2): relative units are multiplied by sqrt(2 gamma w_bar)."""
-    return rho if rho_units == "absolute" else rho * np.sqrt(2.0 * gamma * mean_count)
-
-
 def word_zero_share(word_codes, seen_entries):
     """Share of zero entries of the word codes (CSR, one row per entry) of seen terms."""
     active = np.diff(word_codes.indptr)[seen_entries]
@@ -207,27 +205,65 @@ def svm_accuracy(Ftr, ytr, Fte, yte, threads, with_times=False):
     return result
 
 
-def run_stc(point, corpus, threads):
-    from stc import STC
+def fit_stc(point, corpus, threads, cache):
+    """The STC model of ``point``, fitted on the training split; (model, fit time).
 
-    gamma = point["lambda_"]
-    rho = absolute_rho(point["rho"], point["rho_units"], gamma, corpus.mean_count)
-    model = STC(n_topics=point["K"], lambda_=point["lambda_"], rho=rho,
-                theta_penalty=point["theta_penalty"], max_iter=point["max_iter"],
-                random_state=point["seed"], n_jobs=threads)
-    start = time.perf_counter()
+    The paper's setting is also kept as a model file beside the cache, for the
+    points that code with its topics (`run_stc_recoded`).
+    """
+    from stc import STC, load
+
+    path = cache.model_path(point)
+    if os.path.exists(path):
+        model = load(path)
+        model.set_params(n_jobs=threads)
+        return model, model.fit_time_
+    model = STC(n_topics=point["K"], lambda_=point["lambda_"], rho=point["rho"],
+                rho_units=point["rho_units"], theta_penalty=point["theta_penalty"],
+                max_iter=point["max_iter"], random_state=point["seed"], n_jobs=threads)
     model.fit(corpus.Xtr)
-    fit_time = time.perf_counter() - start
+    if point["label"] == "paper":
+        model.save(path)
+    return model, model.fit_time_
+
+
+def measure_stc(model, corpus, threads):
+    """Zeros, accuracy and coding time of a fitted STC on the test split."""
     start = time.perf_counter()
     theta_te = model.transform(corpus.Xte)
     transform_time = time.perf_counter() - start
     theta_tr = model.transform(corpus.Xtr)
-    record = dict(rho_absolute=float(rho), fit_time=fit_time, transform_time=transform_time,
-                  n_iter=int(model.n_iter_),
+    record = dict(rho_absolute=objective_rho(model),
+                  transform_time=transform_time, n_iter=int(model.n_iter_),
                   word_zero=word_zero_share(model.word_codes(corpus.Xte), corpus.seen_entries),
                   doc_zero=float(np.mean(theta_te == 0)))
     record.update(svm_accuracy(theta_tr, corpus.ytr, theta_te, corpus.yte, threads))
     return record
+
+
+def objective_rho(model):
+    """The rho objective (2) codes with, from the parameters and ``count_scale_``."""
+    params = model.get_params()
+    if params["rho_units"] == "absolute":
+        return float(params["rho"])
+    gamma = params["lambda_"] if params["gamma"] is None else params["gamma"]
+    return float(params["rho"] * np.sqrt(2.0 * gamma * model.count_scale_))
+
+
+def run_stc(point, corpus, threads, cache):
+    model, fit_time = fit_stc(point, corpus, threads, cache)
+    return dict(measure_stc(model, corpus, threads), fit_time=fit_time)
+
+
+def run_stc_recoded(point, corpus, threads, cache):
+    """The topics of the paper's setting, documents coded with another (relative) rho.
+
+    ``transform`` codes with the estimator's current parameters, so setting rho
+    after ``fit`` changes only the coding of new documents, not the topics.
+    """
+    model, fit_time = fit_stc(point["topics_of"], corpus, threads, cache)
+    model.set_params(rho=point["rho"], rho_units=point["rho_units"])
+    return dict(measure_stc(model, corpus, threads), fit_time=fit_time)
 
 
 def lda_word_zero_shares(lda, X, doc_topic, seen_entries, thresholds, chunk=200_000):
@@ -279,14 +315,13 @@ def run_lda(point, corpus, threads):
     return record
 
 
-def medstc_model(point, C, lambda_, mean_count, threads):
+def medstc_model(point, C, lambda_, threads):
     from stc import MedSTC
 
-    rho = absolute_rho(point["rho"], point["rho_units"], lambda_, mean_count)
-    return MedSTC(n_topics=point["K"], C=C, lambda_=lambda_, rho=rho,
-                  refit_C=point["refit_C"],
+    return MedSTC(n_topics=point["K"], C=C, lambda_=lambda_, rho=point["rho"],
+                  rho_units=point["rho_units"], refit_C=point["refit_C"],
                   theta_penalty=point["theta_penalty"], max_iter=point["max_iter"],
-                  random_state=point["seed"], n_jobs=threads), rho
+                  random_state=point["seed"], n_jobs=threads)
 
 
 def medstc_validation_accuracy(point, corpus, C, lambda_, threads):
@@ -296,9 +331,8 @@ def medstc_validation_accuracy(point, corpus, C, lambda_, threads):
     scores = []
     folds = StratifiedKFold(2, shuffle=True, random_state=0)
     for fit_rows, val_rows in folds.split(corpus.Xtr, corpus.ytr):
-        X_fit = corpus.Xtr[fit_rows]
-        model, _ = medstc_model(point, C, lambda_, float(X_fit.data.mean()), threads)
-        model.fit(X_fit, corpus.ytr[fit_rows])
+        model = medstc_model(point, C, lambda_, threads)
+        model.fit(corpus.Xtr[fit_rows], corpus.ytr[fit_rows])
         scores.append(float(model.score(corpus.Xtr[val_rows], corpus.ytr[val_rows])))
     return float(np.mean(scores))
 
@@ -315,7 +349,7 @@ def run_medstc(point, corpus, threads, cache):
             cache.put(sub, record)
         cv.append(dict(C=C, lambda_=lambda_, validation_accuracy=record["validation_accuracy"]))
     best = max(cv, key=lambda row: row["validation_accuracy"])
-    model, rho = medstc_model(point, best["C"], best["lambda_"], corpus.mean_count, threads)
+    model = medstc_model(point, best["C"], best["lambda_"], threads)
     start = time.perf_counter()
     model.fit(corpus.Xtr, corpus.ytr)
     fit_time = time.perf_counter() - start
@@ -324,7 +358,7 @@ def run_medstc(point, corpus, threads, cache):
     transform_time = time.perf_counter() - start
     accuracy = float(np.mean(model.classes_[np.argmax(theta_te @ model.coef_.T, axis=1)]
                              == corpus.yte))
-    return dict(C=best["C"], lambda_=best["lambda_"], rho_absolute=float(rho), cv=cv,
+    return dict(C=best["C"], lambda_=best["lambda_"], rho_absolute=model.effective_rho_, cv=cv,
                 fit_time=fit_time, transform_time=transform_time, n_iter=int(model.n_iter_),
                 word_zero=word_zero_share(model.word_codes(corpus.Xte), corpus.seen_entries),
                 doc_zero=float(np.mean(theta_te == 0)), accuracy=accuracy)
@@ -348,9 +382,12 @@ def grid_points(grid, K):
                     rho_units="relative", lambda_=lambda_, theta_penalty=penalty, label="")
 
     first_lambda, first_penalty = grid["stc_lambda"][0], grid["theta_penalties"][0]
-    points = [dict(model="stc", K=K, seed=seed, max_iter=grid["stc_max_iter"], label="paper",
-                   **PAPER_STC)]
+    paper = dict(model="stc", K=K, seed=seed, max_iter=grid["stc_max_iter"], label="paper",
+                 **PAPER_STC)
+    points = [paper]
     points += [stc(rho, first_lambda, first_penalty) for rho in grid["stc_rho"]]
+    points += [dict(model="stc-recoded", K=K, topics_of=paper, rho=rho, rho_units="relative",
+                    label="") for rho in grid["recoded_rho"]]
     for alpha in grid["lda_alpha"]:
         points.append(dict(model="lda", K=K, seed=seed, max_iter=grid["lda_max_iter"],
                            alpha=alpha, label="default" if alpha is None else ""))
@@ -378,6 +415,10 @@ class Cache:
         key = json.dumps(dict(point=point, corpus=self.corpus_key, protocol=PROTOCOL),
                          sort_keys=True)
         return os.path.join(self.directory, hashlib.sha256(key.encode()).hexdigest()[:20] + ".json")
+
+    def model_path(self, point):
+        """Where the fitted model of ``point`` is kept (an stc model file)."""
+        return self._path(point)[:-len(".json")] + ".stc"
 
     def get(self, point):
         path = self._path(point)
@@ -427,6 +468,18 @@ def stc_table(rows):
     return lines
 
 
+def recoded_table(rows):
+    lines = ["| rho used to code (relative) | rho of (2) | word-code zeros | doc-code zeros | "
+             "accuracy | SVM features, C (CV acc.) | code test (s) |",
+             "|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: r["word_zero"]):
+        lines.append(f"| {r['rho']:g} | {r['rho_absolute']:.4g} | {fmt(r['word_zero'])} | "
+                     f"{fmt(r['doc_zero'])} | {fmt(r['accuracy'], 4)} | "
+                     f"{r['svm_normalisation']}, {r['svm_C']:g} ({fmt(r['svm_cv_score'])}) | "
+                     f"{r['transform_time']:.2f} |")
+    return lines
+
+
 def lda_table(rows):
     lines = ["| alpha | word-code zeros < 1e-3 | < 1e-6 | doc-code zeros < 1e-3 | < 1e-6 | "
              "accuracy | SVM features, C (CV acc.) | fit (s) | n_iter | code test (s) |",
@@ -462,7 +515,7 @@ def target_lines(by_model):
     """The issue's targets, checked on the measured points of one K."""
     lines = []
     lda = [r for r in by_model.get("lda", []) if r["alpha"] is None]
-    stc = by_model.get("stc", [])
+    stc = by_model.get("stc", []) + by_model.get("stc-recoded", [])
     if lda and stc:
         ref = lda[0]
         need = max(ref["accuracy"], TARGET_STC_ACCURACY)
@@ -488,7 +541,10 @@ def target_lines(by_model):
 
 
 def describe(r):
-    setting = (f"rho={r['rho']:g} ({r['rho_units']}), theta {r['theta_penalty']}"
+    if r["model"] == "stc-recoded":
+        return (f"the paper's topics coded at rho={r['rho']:g} (relative): zeros "
+                f"{r['word_zero']:.3f}, accuracy {r['accuracy']:.4f}")
+    setting = (f"{r['model']} rho={r['rho']:g} ({r['rho_units']}), theta {r['theta_penalty']}"
                + (f", lambda_={r['lambda_']:g}" if "lambda_" in r else "")
                + (f", C={r['C']:g}" if "C" in r else ""))
     return f"{setting}: zeros {r['word_zero']:.3f}, accuracy {r['accuracy']:.4f}"
@@ -514,6 +570,9 @@ def plot_frontier(K, by_model, path, corpus_name):
             rows = [r for r in by_model["stc"] if r["theta_penalty"] == r_pen
                     and r["lambda_"] == lam and r["rho_units"] == "relative"]
             curves.append((f"STC + SVM, theta {r_pen}, lambda_ {lam:g}", rows, "o-"))
+    if by_model.get("stc-recoded"):
+        curves.append(("STC + SVM, the paper's topics coded at other rho",
+                       by_model["stc-recoded"], "D:"))
     for r_pen in sorted({r["theta_penalty"] for r in by_model.get("medstc", [])}):
         rows = [r for r in by_model["medstc"] if r["theta_penalty"] == r_pen]
         curves.append((f"MedSTC, theta {r_pen} (C, lambda_ by CV)", rows, "s-"))
@@ -559,6 +618,12 @@ def render(args, corpus_line, machine, records, plots):
             lines += ["### STC + LinearSVC", "", "`*`: on the frontier (no other STC point "
                       "has both more zeros and a higher accuracy).", ""] + stc_table(
                           by_model["stc"]) + [""]
+        if "stc-recoded" in by_model:
+            lines += ["### STC + LinearSVC, the paper's topics, documents coded at other rho",
+                      "", "The topics of the paper's setting (first row of the table above); "
+                      "train and test documents coded by `transform` after "
+                      "`set_params(rho=..., rho_units=\"relative\")`.", ""] + recoded_table(
+                          by_model["stc-recoded"]) + [""]
         if "lda" in by_model:
             lines += ["### LDA + LinearSVC", ""] + lda_table(by_model["lda"]) + [""]
         if "medstc" in by_model:
@@ -575,8 +640,9 @@ def parse_args(argv):
     add_data_option(parser)
     parser.add_argument("--topics", type=int, nargs="+", default=None,
                         help="numbers of topics K (default: 50; --quick: 4)")
-    parser.add_argument("--models", nargs="+", default=["stc", "lda", "medstc"],
-                        choices=["stc", "lda", "medstc"], help="models to measure (default: all)")
+    parser.add_argument("--models", nargs="+", default=list(MODEL_KINDS), choices=MODEL_KINDS,
+                        help="models to measure (default: all); stc-recoded: the topics of "
+                             "the paper's setting, documents coded at other rho")
     parser.add_argument("--threads", type=int, default=2, help="threads for every model "
                         "and for the cross-validations (default: 2)")
     parser.add_argument("--cache", default=DEFAULT_CACHE,
@@ -619,7 +685,9 @@ def main(argv=None):
                     corpus = read_corpus(args.quick, args.data, grid["subset"])
                 log(f"K={K} {point['model']} {describe_point(point)}")
                 if point["model"] == "stc":
-                    record = run_stc(point, corpus, args.threads)
+                    record = run_stc(point, corpus, args.threads, cache)
+                elif point["model"] == "stc-recoded":
+                    record = run_stc_recoded(point, corpus, args.threads, cache)
                 elif point["model"] == "lda":
                     record = run_lda(point, corpus, args.threads)
                 else:

@@ -22,7 +22,7 @@ def test_quick_run_measures_caches_and_reports(tmp_path):
     argv = ["--quick", "--threads", "1", "--cache", str(tmp_path / "cache"),
             "--output", str(tmp_path / "results.md"), "--plots", str(tmp_path)]
     first = bench.main(argv)
-    assert {point["model"] for point, _, _ in first} == {"stc", "lda", "medstc"}
+    assert {point["model"] for point, _, _ in first} == {"stc", "stc-recoded", "lda", "medstc"}
     assert all(computed for _, _, computed in first)
     for point, record, _ in first:
         assert 0.0 <= record["word_zero"] <= 1.0 and 0.0 <= record["accuracy"] <= 1.0
@@ -33,6 +33,12 @@ def test_quick_run_measures_caches_and_reports(tmp_path):
     stc = {point["rho"]: record for point, record, _ in first
            if point["model"] == "stc" and point["rho_units"] == "relative"}
     assert stc[0.1]["word_zero"] > stc[0.01]["word_zero"]
+
+    # coding with the paper's topics at another rho reuses its fit (same fit time)
+    paper = next(record for point, record, _ in first if point.get("label") == "paper")
+    recoded = next(record for point, record, _ in first if point["model"] == "stc-recoded")
+    assert recoded["fit_time"] == paper["fit_time"]
+    assert recoded["word_zero"] > paper["word_zero"]
 
     text = (tmp_path / "results.md").read_text()
     assert "## K = 4" in text and "### STC + LinearSVC" in text and "### MedSTC" in text

@@ -107,3 +107,26 @@ def test_unknown_units_are_refused(corpus):
     X, _, _ = corpus
     with pytest.raises(ValueError, match="rho_units"):
         STC(rho_units="percent").fit(X)
+
+
+def test_online_learning_takes_w_bar_from_the_first_batch(corpus):
+    X, _, _ = corpus
+    first, second = X[:150], X[150:300]
+    model = STC(n_topics=4, rho=0.05, rho_units="relative", random_state=0)
+    model.partial_fit(first)
+    assert model.count_scale_ == pytest.approx(float(first.sum() / first.nnz), rel=1e-14)
+    model.partial_fit(second)  # later batches keep it: the objective stays the same
+    assert model.count_scale_ == pytest.approx(float(first.sum() / first.nnz), rel=1e-14)
+    assert model.effective_rho_ == pytest.approx(
+        0.05 * np.sqrt(2 * 0.1 * model.count_scale_), rel=1e-14)
+    streamed = STC(n_topics=4, rho=0.05, rho_units="relative", n_passes=1,
+                   random_state=0).fit_stream([first, second])
+    assert streamed.count_scale_ == model.count_scale_
+
+
+def test_relative_rho_is_refused_for_a_dask_array(corpus):
+    da = pytest.importorskip("dask.array")
+    X, _, _ = corpus
+    blocks = da.from_array(X.tocsr(), chunks=(200, X.shape[1]), asarray=False)
+    with pytest.raises(ValueError, match="rho_units='relative'"):
+        STC(rho_units="relative").fit(blocks)

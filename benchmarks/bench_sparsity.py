@@ -50,7 +50,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import REPO_ROOT, add_data_option, count_matrix, load_corpus, log, shown_path  # noqa: E402
-from _machine import machine_info, uptime_line  # noqa: E402
+from _machine import machine_info, source_fingerprint, uptime_line  # noqa: E402
 
 # Bump when a measurement changes meaning: cached points of another protocol are recomputed.
 PROTOCOL = 1
@@ -694,6 +694,7 @@ def main(argv=None):
                     record = run_medstc(point, corpus, args.threads, cache)
                 record["corpus"] = corpus.fingerprint
                 record["load_at_end"] = uptime_line()
+                record["stc_sources"] = source_fingerprint(package_dir())[0]
                 cache.put(point, record)
                 log(f"  zeros {record['word_zero']:.3f}, accuracy {record['accuracy']:.4f}, "
                     f"fit {record['fit_time']:.1f}s")
@@ -726,6 +727,12 @@ def main(argv=None):
     log(f"wrote {shown_path(args.output)}; {sum(c for _, _, c in done)} of {len(done)} "
         f"points computed, the rest from {shown_path(args.cache)}")
     return done
+
+
+def package_dir():
+    import stc
+
+    return os.path.dirname(os.path.abspath(stc.__file__))
 
 
 def describe_point(point):

@@ -101,7 +101,7 @@ QUICK = dict(
     seed=0,
     subset=4,             # every 4th document of the embedded corpus (all 3 groups)
 )
-MODEL_KINDS = ("stc", "stc-recoded", "lda", "medstc")
+MODEL_KINDS = ("stc", "stc-recoded", "lda", "medstc", "medstc-recoded")
 PROTOCOL_TEXT = (
     "Protocol: STC and LDA are fitted on the training split only; the test split is coded "
     "with `transform`. Word-code zeros: share of zero entries of the test word codes, over "
@@ -337,7 +337,60 @@ def medstc_validation_accuracy(point, corpus, C, lambda_, threads):
     return float(np.mean(scores))
 
 
+def fit_medstc_defaults(point, corpus, threads, cache):
+    """MedSTC at its defaults (``point`` without a CV grid); kept as a model file."""
+    from stc import MedSTC, load
+
+    path = cache.model_path(point)
+    if os.path.exists(path):
+        model = load(path)
+        model.set_params(n_jobs=threads)
+        return model
+    model = MedSTC(n_topics=point["K"], max_iter=point["max_iter"], refit_C=point["refit_C"],
+                   random_state=point["seed"], n_jobs=threads)
+    model.fit(corpus.Xtr, corpus.ytr)
+    model.save(path)
+    return model
+
+
+def measure_medstc(model, corpus, coef=None):
+    """Zeros, accuracy (argmax of ``coef`` . theta, MedSTC's own classifier by default)."""
+    start = time.perf_counter()
+    theta_te = model.transform(corpus.Xte)
+    transform_time = time.perf_counter() - start
+    coef = model.coef_ if coef is None else coef
+    accuracy = float(np.mean(model.classes_[np.argmax(theta_te @ coef.T, axis=1)] == corpus.yte))
+    return dict(transform_time=transform_time, n_iter=int(model.n_iter_),
+                word_zero=word_zero_share(model.word_codes(corpus.Xte), corpus.seen_entries),
+                doc_zero=float(np.mean(theta_te == 0)), accuracy=accuracy)
+
+
+def run_medstc_recoded(point, corpus, threads, cache):
+    """MedSTC's topics at its defaults, documents coded with another (relative) rho.
+
+    The classifier is refitted on the training documents coded that way, as MedSTC's
+    own final step (``refit_C``) does with its training rho.
+    """
+    from stc.supervised import CuttingPlaneSVM
+
+    model = fit_medstc_defaults(point["topics_of"], corpus, threads, cache)
+    model.set_params(rho=point["rho"], rho_units=point["rho_units"])
+    coef = model.coef_
+    if model.refit_C is not None:
+        y_index = np.searchsorted(model.classes_, corpus.ytr)
+        svm = CuttingPlaneSVM(C=model.refit_C, cost=model.cost, tol=model.svm_tol,
+                              max_iter=model.svm_max_iter).fit(model.transform(corpus.Xtr),
+                                                               y_index)
+        coef = svm.coef_
+    return dict(measure_medstc(model, corpus, coef), fit_time=model.fit_time_,
+                rho_absolute=objective_rho(model), C=model.C, lambda_=model.lambda_)
+
+
 def run_medstc(point, corpus, threads, cache):
+    if point["cv"] is None:  # the defaults
+        model = fit_medstc_defaults(point, corpus, threads, cache)
+        return dict(measure_medstc(model, corpus), fit_time=model.fit_time_, C=model.C,
+                    lambda_=model.lambda_, rho_absolute=model.effective_rho_, cv=[])
     cv = []
     for C, lambda_ in point["cv"]:
         sub = dict(point, cv=None, C=C, lambda_=lambda_, model="medstc-cv")
@@ -397,6 +450,12 @@ def grid_points(grid, K):
                                rho=rho, rho_units="relative", theta_penalty=penalty,
                                refit_C=grid["medstc_refit_C"],
                                cv=[list(pair) for pair in grid["medstc_cv"]], label=""))
+    medstc_defaults = dict(model="medstc", K=K, seed=seed, max_iter=grid["medstc_max_iter"],
+                           rho=0.01, rho_units="absolute", theta_penalty="l2",
+                           refit_C=grid["medstc_refit_C"], cv=None, label="defaults")
+    points.append(medstc_defaults)
+    points += [dict(model="medstc-recoded", K=K, topics_of=medstc_defaults, rho=rho,
+                    rho_units="relative", label="") for rho in grid["recoded_rho"]]
     for penalty in grid["theta_penalties"]:
         for lambda_ in grid["stc_lambda"]:
             if (lambda_, penalty) != (first_lambda, first_penalty):
@@ -480,6 +539,16 @@ def recoded_table(rows):
     return lines
 
 
+def medstc_recoded_table(rows):
+    lines = ["| rho used to code (relative) | rho of (2) | word-code zeros | doc-code zeros | "
+             "accuracy | code test (s) |", "|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: r["word_zero"]):
+        lines.append(f"| {r['rho']:g} | {r['rho_absolute']:.4g} | {fmt(r['word_zero'])} | "
+                     f"{fmt(r['doc_zero'])} | {fmt(r['accuracy'], 4)} | "
+                     f"{r['transform_time']:.2f} |")
+    return lines
+
+
 def lda_table(rows):
     lines = ["| alpha | word-code zeros < 1e-3 | < 1e-6 | doc-code zeros < 1e-3 | < 1e-6 | "
              "accuracy | SVM features, C (CV acc.) | fit (s) | n_iter | code test (s) |",
@@ -495,16 +564,17 @@ def lda_table(rows):
 
 
 def medstc_table(rows):
-    lines = ["| rho (relative) | theta penalty | C, lambda_ chosen (val. acc. of each) | "
+    lines = ["| rho (units) | theta penalty | C, lambda_ chosen (val. acc. of each) | "
              "rho of (2) | word-code zeros | doc-code zeros | accuracy | fit (s) | n_iter | "
              "code test (s) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     front = pareto(rows)
     for r in sorted(rows, key=lambda r: (r["theta_penalty"], r["word_zero"])):
         cv = "; ".join(f"{c['C']:g}/{c['lambda_']:g}: {c['validation_accuracy']:.3f}"
-                       for c in r["cv_results"])
+                       for c in r["cv_results"]) or "the defaults, no CV"
         star = " *" if r in front else ""
-        lines.append(f"| {r['rho']:g} | {r['theta_penalty']} | {r['C']:g}, {r['lambda_']:g} "
+        lines.append(f"| {r['rho']:g} ({r['rho_units']}) | {r['theta_penalty']} | "
+                     f"{r['C']:g}, {r['lambda_']:g} "
                      f"({cv}) | {r['rho_absolute']:.4g} | {fmt(r['word_zero'])}{star} | "
                      f"{fmt(r['doc_zero'])} | {fmt(r['accuracy'], 4)} | {r['fit_time']:.1f} | "
                      f"{r['n_iter']} | {r['transform_time']:.2f} |")
@@ -530,7 +600,7 @@ def target_lines(by_model):
                 and r["accuracy"] >= ref["accuracy"]]
         lines.append("- STC at least as sparse as LDA *and* at least as accurate as LDA + SVM: "
                      + (", ".join(describe(r) for r in beat) if beat else "none"))
-    med = by_model.get("medstc", [])
+    med = by_model.get("medstc", []) + by_model.get("medstc-recoded", [])
     if med:
         for name, (zeros, acc) in (("target", TARGET_MEDSTC), ("moonshot", MOONSHOT_MEDSTC)):
             met = [r for r in med if r["word_zero"] >= zeros and r["accuracy"] >= acc]
@@ -542,8 +612,11 @@ def target_lines(by_model):
 
 def describe(r):
     if r["model"] == "stc-recoded":
-        return (f"the paper's topics coded at rho={r['rho']:g} (relative): zeros "
+        return (f"STC, the paper's topics coded at rho={r['rho']:g} (relative): zeros "
                 f"{r['word_zero']:.3f}, accuracy {r['accuracy']:.4f}")
+    if r["model"] == "medstc-recoded":
+        return (f"MedSTC, the defaults' topics coded at rho={r['rho']:g} (relative), classifier "
+                f"refitted: zeros {r['word_zero']:.3f}, accuracy {r['accuracy']:.4f}")
     setting = (f"{r['model']} rho={r['rho']:g} ({r['rho_units']}), theta {r['theta_penalty']}"
                + (f", lambda_={r['lambda_']:g}" if "lambda_" in r else "")
                + (f", C={r['C']:g}" if "C" in r else ""))
@@ -576,6 +649,9 @@ def plot_frontier(K, by_model, path, corpus_name):
     for r_pen in sorted({r["theta_penalty"] for r in by_model.get("medstc", [])}):
         rows = [r for r in by_model["medstc"] if r["theta_penalty"] == r_pen]
         curves.append((f"MedSTC, theta {r_pen} (C, lambda_ by CV)", rows, "s-"))
+    if by_model.get("medstc-recoded"):
+        curves.append(("MedSTC, the defaults' topics coded at other rho (classifier refitted)",
+                       by_model["medstc-recoded"], "P:"))
     lda = by_model.get("lda", [])
     for i, threshold in enumerate(LDA_THRESHOLDS):
         rows = [dict(r, word_zero=r["word_zero_by_threshold"][i]) for r in lda]
@@ -628,6 +704,14 @@ def render(args, corpus_line, machine, records, plots):
             lines += ["### LDA + LinearSVC", ""] + lda_table(by_model["lda"]) + [""]
         if "medstc" in by_model:
             lines += ["### MedSTC", ""] + medstc_table(by_model["medstc"]) + [""]
+        if "medstc-recoded" in by_model:
+            lines += ["### MedSTC, the defaults' topics, documents coded at other rho", "",
+                      "MedSTC at its defaults (the `defaults` row above); train and test "
+                      "documents coded by `transform` after `set_params(rho=..., "
+                      "rho_units=\"relative\")`, and the classifier refitted on the training "
+                      "codes with `stc.supervised.CuttingPlaneSVM(C=refit_C, cost=cost)`, as "
+                      "MedSTC's own final step does.", ""] + medstc_recoded_table(
+                          by_model["medstc-recoded"]) + [""]
     return "\n".join(lines)
 
 
@@ -688,6 +772,8 @@ def main(argv=None):
                     record = run_stc(point, corpus, args.threads, cache)
                 elif point["model"] == "stc-recoded":
                     record = run_stc_recoded(point, corpus, args.threads, cache)
+                elif point["model"] == "medstc-recoded":
+                    record = run_medstc_recoded(point, corpus, args.threads, cache)
                 elif point["model"] == "lda":
                     record = run_lda(point, corpus, args.threads)
                 else:

@@ -22,7 +22,8 @@ def test_quick_run_measures_caches_and_reports(tmp_path):
     argv = ["--quick", "--threads", "1", "--cache", str(tmp_path / "cache"),
             "--output", str(tmp_path / "results.md"), "--plots", str(tmp_path)]
     first = bench.main(argv)
-    assert {point["model"] for point, _, _ in first} == {"stc", "stc-recoded", "lda", "medstc"}
+    assert {point["model"] for point, _, _ in first} == {"stc", "stc-recoded", "lda", "medstc",
+                                                          "medstc-recoded"}
     assert all(computed for _, _, computed in first)
     for point, record, _ in first:
         assert 0.0 <= record["word_zero"] <= 1.0 and 0.0 <= record["accuracy"] <= 1.0

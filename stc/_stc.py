@@ -12,7 +12,7 @@ from stc._validation import (N_JOBS, RANDOM_STATE, InstanceOf, Interval, NoneVal
                              as_count_matrix, check_training_corpus, validate_params)
 from stc.coding import (CodingProblem, code_new_documents, initial_codes,
                         start_value_in_domain)
-from stc.dictionary import CorpusLayout
+from stc.dictionary import CorpusLayout, NonFiniteLossError
 from stc.distributed import is_dask_array
 from stc.losses import CompiledLoss, PythonLoss, get_loss
 from stc.online import (check_online_loss, learn_from_batch, learning_rate,
@@ -75,6 +75,41 @@ def dictionary_from_draws(corpus, draws, sample_sums, n_topics, corpus_share=0.2
         beta[k] = (1.0 - corpus_share) * sample / sample.sum() + corpus_share * corpus * noise
         beta[k] /= beta[k].sum()
     return beta
+
+
+def explain_non_finite_loss(exc, state, problem):
+    """Why the loss became infinite or NaN during a fit: the loss, the data's scale or a parameter.
+
+    ``exc`` is the dictionary step's `NonFiniteLossError` (its first bad
+    entry); ``state`` holds the codes the coding step returned.
+    """
+    X = state.X
+    document = int(np.searchsorted(X.indptr, exc.entry, side="right") - 1)
+    where = (f"document {document}, term {int(X.indices[exc.entry])} (value {exc.y:g}, "
+             f"mean {exc.mean:g})")
+    name = exc.loss_name
+    if np.isnan(exc.mean) or not np.all(np.isfinite(state.codes[exc.entry])):
+        return (f"the {name} loss's coordinate solver returned a code that is not a number at "
+                f"{where}: the loss's gradient or curvature is not a number at some mean inside "
+                "its mean domain, or its derivatives are inconsistent; check it with "
+                "stc.losses.check_loss(loss, data=X.data)")
+    typical = float(np.median(X.data))
+    penalties = {"lambda_": problem.lambda_, "gamma": problem.gamma, "rho": problem.rho}
+    parameter, largest = max(penalties.items(), key=lambda item: item[1])
+    if typical <= 1e-10:
+        return (f"the {name} loss is infinite at {where}: X's values are tiny (median "
+                f"{typical:g}), below the rounding of the codes' running sums (the codes start "
+                "near 1 and are resolved to about 1e-16 of that), so a positive value was left "
+                "with a mean at the end of the loss's domain. Rescale X so that its values are "
+                "near 1, e.g. X / X.data.mean()")
+    if largest >= 1e10 * max(typical, 1.0):
+        return (f"the {name} loss is infinite at {where}: {parameter}={largest:g} is "
+                f"{largest / typical:.3g} times the median value of X ({typical:g}), so the "
+                "penalty drives every code of this word to 0, where the loss of a positive "
+                f"value is infinite. Lower {parameter}")
+    return (f"the {name} loss is not finite at {where}: the mean left the loss's domain "
+            f"{tuple(problem.loss.mean_domain)} (X's median value {typical:g}, "
+            f"lambda_={problem.lambda_:g}, gamma={problem.gamma:g}, rho={problem.rho:g})")
 
 
 class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -531,11 +566,15 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             self.__dict__.pop(stale, None)
         progress = (ProgressPrinter(self.tol, self.max_iter, describe=describe)
                     if self.verbose else None)
-        objective, converged, interrupted = alternate(
-            state, coding_step=coding_step,
-            dictionary_step=DictionaryStep(problem.loss, self.dictionary_max_iter, self.n_jobs),
-            extra_step=extra_step, converged=relative_decrease_below(self.tol),
-            max_iter=self.max_iter, progress=progress)
+        try:
+            objective, converged, interrupted = alternate(
+                state, coding_step=coding_step,
+                dictionary_step=DictionaryStep(problem.loss, self.dictionary_max_iter,
+                                               self.n_jobs),
+                extra_step=extra_step, converged=relative_decrease_below(self.tol),
+                max_iter=self.max_iter, progress=progress)
+        except NonFiniteLossError as exc:
+            raise ValueError(explain_non_finite_loss(exc, state, problem)) from None
         self.components_ = state.beta
         self.objective_ = np.asarray(objective)
         self.n_iter_ = len(objective)

@@ -140,7 +140,32 @@ def as_count_matrix(X, loss, name="X"):
     X.indptr = X.indptr.astype(np.int32, copy=False)
     if hasattr(loss, "check_data") and X.nnz:
         loss.check_data(X.data)
+    if X.nnz:
+        check_data_scale(X.data, loss, name)
     return X
+
+
+def check_data_scale(values, loss, name="X"):
+    """Refuse data too large for the loss's formulas: the loss near the largest value must be finite.
+
+    The loss is evaluated at the largest value y with means y / 2 and 2 y
+    (those inside its mean domain): Gaussian data of 1e200, say, whose
+    squares overflow, would otherwise fail deep inside the fit.
+    """
+    largest = float(values.max())
+    lower, upper = loss.mean_domain
+    means = np.array([0.5 * largest, 2.0 * largest])
+    means = means[(means > lower) & (means < upper)]
+    if largest <= 0 or means.size == 0:
+        return
+    with np.errstate(all="ignore"):
+        value = np.asarray(loss.loss(np.full(means.shape, largest), means), dtype=np.float64)
+        slope = np.asarray(loss.gradient(np.full(means.shape, largest), means), dtype=np.float64)
+    if not (np.all(np.isfinite(value)) and np.all(np.isfinite(slope))):
+        raise ValueError(
+            f"{name}'s values reach {largest:g}: the {getattr(loss, 'name', type(loss).__name__)} "
+            f"loss is not finite for data that large (its formulas overflow near a mean of "
+            f"{means[0]:g}); rescale {name}, e.g. divide it by its largest value")
 
 
 def check_training_corpus(X, name="X"):

@@ -94,11 +94,29 @@ def update_dictionary(loss, layout, codes, beta, method="auto", max_iter=10, tol
     else:
         value = float(np.sum(loss.loss(layout.data, means)))
     if not np.isfinite(value):
-        raise ValueError(f"the {getattr(loss, 'name', type(loss).__name__)} loss is not finite at "
-                         "the current codes and topics: some mean lies outside the loss's "
-                         f"domain {loss.mean_domain}")
+        raise NonFiniteLossError(loss, layout, means)
     steps = mm_dictionary_steps if method == "mm" else pg_dictionary_steps
     return steps(loss, layout, codes, beta, means, value, max_iter, tol, n_jobs)
+
+
+class NonFiniteLossError(ValueError):
+    """The loss is not finite at the codes the coding step returned (F = inf or NaN).
+
+    ``entry`` is the first stored entry of X where it is not, ``y`` its value
+    and ``mean`` its mean; the estimators turn this into a message about the
+    cause (`stc._stc.explain_non_finite_loss`).
+    """
+
+    def __init__(self, loss, layout, means):
+        with np.errstate(all="ignore"):
+            values = np.asarray(loss.loss(layout.data, means), dtype=np.float64)
+        self.entry = int(np.flatnonzero(~np.isfinite(values))[0])
+        self.y, self.mean = float(layout.data[self.entry]), float(means[self.entry])
+        self.loss_name = getattr(loss, "name", type(loss).__name__)
+        super().__init__(
+            f"the {self.loss_name} loss is not finite at the current codes and topics: at stored "
+            f"entry {self.entry} (value {self.y:g}) the mean is {self.mean:g}, outside the "
+            f"loss's domain {tuple(loss.mean_domain)}")
 
 
 def mm_dictionary_steps(loss, layout, codes, beta, means, value, max_iter, tol, n_jobs):

@@ -41,6 +41,20 @@ cdef inline double split_bracket(double left, double right) noexcept nogil:
     return sqrt(left if left > SMALLEST_POSITIVE else SMALLEST_POSITIVE) * sqrt(right)
 
 
+cdef inline double newton_target(double b, double curv, double grad, double x, double quad,
+                                 double lin) noexcept nogil:
+    """The Newton step x - h'(x) / h''(x), for h'' = b^2 l'' + 2 quad, written without cancellation.
+
+    h'(x) = b grad + 2 quad x + lin: the 2 quad x terms are cancelled by hand
+    (far from the minimiser they dominate h' and would leave only the
+    rounding error of x). For b > 1 numerator and denominator are divided by
+    b, so that b^2 l'' cannot overflow (b = 1e154).
+    """
+    if b > 1.0:
+        return ((b * curv * x - grad) - lin / b) / (b * curv + 2.0 * quad / b)
+    return (b * (b * curv * x - grad) - lin) / (b * b * curv + 2.0 * quad)
+
+
 cdef class CompiledLoss:
     """A convex loss l(y, mean) with nogil value and derivatives in the mean.
 
@@ -186,16 +200,13 @@ cdef class CompiledLoss:
                     # there is. Its minimiser is the answer if the loss cannot
                     # see it either (Newton would crawl towards a point that
                     # the rounded gradient puts elsewhere).
-                    x_new = -(b * grad + lin) / (b * b * curv + 2.0 * quad)
+                    x_new = newton_target(b, curv, grad, 0.0, quad, lin)
                     if mean_rest + b * x_new == mean_rest:
                         x = fmax(left, x_new if x_new < right else right)
                         converged = True
                         break
                 else:
-                    # x - g / h''(x) with the 2 quad x terms cancelled by hand:
-                    # far from the minimiser they dominate g and would leave
-                    # only the rounding error of x.
-                    x_new = (b * (b * curv * x - grad) - lin) / (b * b * curv + 2.0 * quad)
+                    x_new = newton_target(b, curv, grad, x, quad, lin)
                 if fabs(x_new - x) <= NEWTON_RTOL * x:
                     converged = True  # (x_new may sit on the bracket's end x)
                     x = fmax(left, x_new if x_new < right else right)
@@ -275,6 +286,28 @@ cdef class CompiledLoss:
     def newton_coordinate(self, y, b, mean_rest, quad, lin, x_start=0.0):
         """Like solve_coordinate but always through the generic Newton solver."""
         return self._solve(y, b, mean_rest, quad, lin, x_start, True)
+
+    def solve_coordinates(self, y, b, mean_rest, double quad, double lin, x_start=0.0):
+        """The batch the coding kernel calls (`_solve_coordinates`): shared quad and lin.
+
+        Returns the minimisers (1-D). Closed-form losses take a different code
+        path here than in `solve_coordinate` (their inlined loop, with the
+        extreme inputs handed to the generic solver afterwards); results agree.
+        """
+        y_arr, b_arr, m_arr, x_arr = [np.ascontiguousarray(a, dtype=np.float64).ravel()
+                                      for a in np.broadcast_arrays(y, b, mean_rest, x_start)]
+        if not quad > 0:
+            raise ValueError("quad must be positive")
+        out = x_arr.copy()
+        curvature = np.empty_like(out)
+        cdef const double[::1] yv = y_arr, bv = b_arr, mv = m_arr
+        cdef double[::1] ov = out, cv = curvature
+        cdef Py_ssize_t n = out.shape[0]
+        if n:
+            with nogil:
+                self._solve_coordinates(n, &yv[0], &bv[0], &mv[0], quad, lin, &ov[0], &cv[0])
+        check_solutions(self, out, [y_arr, b_arr, m_arr, np.full(n, quad), np.full(n, lin)])
+        return out
 
     def _solve(self, y, b, mean_rest, quad, lin, x_start, bint generic):
         arrays = np.broadcast_arrays(*[np.asarray(a, dtype=np.float64)

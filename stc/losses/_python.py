@@ -69,6 +69,14 @@ def check_solutions(loss, x, problems):
         "(Newton did not converge)")
 
 
+def newton_target(b, curv, grad, x, quad, lin):
+    """Vectorised `newton_target` of the compiled solver (`_base.pyx`)."""
+    big = b > 1.0
+    scaled = ((b * curv * x - grad) - lin / b) / (b * curv + 2.0 * quad / b)
+    plain = (b * (b * curv * x - grad) - lin) / (b * b * curv + 2.0 * quad)
+    return np.where(big, scaled, plain)
+
+
 def split_bracket(left, right):
     """Vectorised `split_bracket` of the compiled solver (`_base.pyx`)."""
     low = np.maximum(left, SMALLEST_POSITIVE)
@@ -174,8 +182,8 @@ def newton_coordinate(loss, y, b, mean_rest, quad, lin, x_start=0.0):
             # b x is below the rounding of mean_rest, the minimiser of the
             # loss's first-order model about mean_rest (see _base.pyx)
             unseen = mean == mean_rest[idx]
-            x_new = (b[idx] * (b[idx] * curv * np.where(unseen, 0.0, xi) - grad) - lin[idx]) / (
-                b[idx] ** 2 * curv + 2.0 * quad[idx])
+            x_new = newton_target(b[idx], curv, grad, np.where(unseen, 0.0, xi), quad[idx],
+                                  lin[idx])
             settled = inside & unseen & (mean_rest[idx] + b[idx] * x_new == mean_rest[idx])
         hi = np.where(inside & (g > 0.0), xi, hi)
         lo = np.where(inside & (g < 0.0), xi, lo)

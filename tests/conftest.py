@@ -1,5 +1,6 @@
 """Shared test helpers: the embedded corpus, a pure-Python Poisson loss, a broken loss, optional extras."""
 import importlib
+import importlib.util
 import os
 
 import numpy as np
@@ -57,3 +58,13 @@ def optional(module):
         return importlib.import_module(module)
     return pytest.importorskip(module, reason=f"{module} is not installed "
                                               f"(pip install -e '.[test]' brings it)")
+
+
+def load_benchmark(filename):
+    """Import a script of the repository's benchmarks/ folder (not a package) as a module."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "benchmarks", filename)
+    spec = importlib.util.spec_from_file_location(os.path.splitext(filename)[0], path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

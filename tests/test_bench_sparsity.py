@@ -1,24 +1,11 @@
 """The sparsity benchmark's --quick mode: the whole pipeline, its cache and its report."""
-import importlib.util
-import os
+from conftest import load_benchmark, optional
 
-import pytest
-
-pytest.importorskip("matplotlib")
-
-BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                     "benchmarks", "bench_sparsity.py")
-
-
-def load_bench():
-    spec = importlib.util.spec_from_file_location("bench_sparsity", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+optional("matplotlib")
 
 
 def test_quick_run_measures_caches_and_reports(tmp_path):
-    bench = load_bench()
+    bench = load_benchmark("bench_sparsity.py")
     argv = ["--quick", "--threads", "1", "--cache", str(tmp_path / "cache"),
             "--output", str(tmp_path / "results.md"), "--plots", str(tmp_path)]
     first = bench.main(argv)

@@ -1,24 +1,11 @@
 """The paper-reproduction generator's --quick mode: every figure, the report, the cache."""
-import importlib.util
-import os
+from conftest import load_benchmark, optional
 
-import pytest
-
-pytest.importorskip("matplotlib")
-
-SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                      "benchmarks", "reproduce_paper.py")
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("reproduce_paper", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+optional("matplotlib")
 
 
 def test_quick_reproduction_writes_every_section_and_reuses_its_cache(tmp_path):
-    script = load_script()
+    script = load_benchmark("reproduce_paper.py")
     report = tmp_path / "docs" / "reproduction.md"
     argv = ["--quick", "--threads", "1", "--cache", str(tmp_path / "cache"),
             "--frontier-cache", str(tmp_path / "frontier"), "--output", str(report)]

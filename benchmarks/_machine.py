@@ -90,15 +90,11 @@ def code_revision(package_dir):
     return f"{revision}, package at {where}"
 
 
-def machine_info(threads_line):
-    """Markdown bullet lines: date, machine, thread pools, versions, measured sources."""
+def machine_lines(threads_line):
+    """Markdown bullet lines: date, machine, thread pools, versions (stc's not included)."""
     import sklearn
     import threadpoolctl
 
-    import stc
-
-    package_dir = os.path.dirname(os.path.abspath(stc.__file__))
-    fingerprint, newest = source_fingerprint(package_dir)
     pools = ", ".join(f"{p['internal_api']}={p['num_threads']}"
                       for p in threadpoolctl.threadpool_info()) or "none"
     return [
@@ -108,9 +104,24 @@ def machine_info(threads_line):
         f"- os.cpu_count(): {os.cpu_count()}",
         f"- {threads_line}",
         f"- native thread pools (threadpoolctl): {pools}",
-        f"- stc.openmp_enabled(): {stc.openmp_enabled()}",
         f"- python {platform.python_version()}, numpy {np.__version__}, "
-        f"scipy {scipy.__version__}, scikit-learn {sklearn.__version__}, stc {stc.__version__}",
-        f"- stc measured: {code_revision(package_dir)}; sources sha256 {fingerprint}, "
-        f"newest source file {newest}",
+        f"scipy {scipy.__version__}, scikit-learn {sklearn.__version__}",
     ]
+
+
+def stc_lines():
+    """Markdown bullet lines on the imported stc: OpenMP, version, measured sources."""
+    import stc
+
+    package_dir = os.path.dirname(os.path.abspath(stc.__file__))
+    fingerprint, newest = source_fingerprint(package_dir)
+    return [
+        f"- stc.openmp_enabled(): {stc.openmp_enabled()}",
+        f"- stc {stc.__version__} measured: {code_revision(package_dir)}; sources sha256 "
+        f"{fingerprint}, newest source file {newest}",
+    ]
+
+
+def machine_info(threads_line):
+    """Markdown bullet lines: date, machine, thread pools, versions, measured sources."""
+    return machine_lines(threads_line) + stc_lines()

@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/bench_medstc.py [--quick | --topics K ...] [--cv]
-        [--C C] [--cost COST] [--lambda L] [--rho R] [--refit-C RC|none] [--max-iter N]
+        [--C C] [--cost COST] [--lambda L] [--rho R] [--refit-C RC|auto|none] [--max-iter N]
         (default: MedSTC's)
         [--threads 2] [--data DIR] [--output benchmarks/results_medstc.md]
         [--append] [--skip-stc] [--skip-lda] [--skip-medstc]
@@ -421,9 +421,9 @@ def main(argv=None):
                       ("--rho", "rho"), ("--tol", "tol")):
         parser.add_argument(flag, dest=key, type=float, default=float(defaults[key]),
                             help=f"MedSTC {key} (default {defaults[key]:g}, the estimator's)")
-    parser.add_argument("--refit-C", dest="refit_C", type=lambda v: None if v == "none" else float(v),
+    parser.add_argument("--refit-C", dest="refit_C", type=lambda v: None if v == "none" else v if v == "auto" else float(v),
                         default=defaults["refit_C"],
-                        help=f"MedSTC refit_C, or 'none' (default {defaults['refit_C']}, the estimator's)")
+                        help=f"MedSTC refit_C, 'auto' or 'none' (default {defaults['refit_C']}, the estimator's)")
     parser.add_argument("--max-iter", type=int, default=defaults["max_iter"],
                         help=f"MedSTC max_iter (default {defaults['max_iter']}, the estimator's)")
     parser.add_argument("--verbose", type=int, default=0, help="MedSTC verbose level")

@@ -83,7 +83,7 @@ FULL = dict(
     # at the first of them (a MedSTC fit takes minutes: 7 per cross-validated point).
     medstc_cv_rho=(0.001,),
     medstc_max_iter=20,
-    medstc_refit_C=3e6,   # MedSTC's default
+    medstc_refit_C=3e6,   # MedSTC's default before refit_C="auto" (which gives 2.996e6 at K = 50)
     seed=0,
     subset=None,
 )

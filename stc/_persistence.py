@@ -39,8 +39,9 @@ VOCABULARY_ATTRIBUTE = "vocabulary_"
 TEXT_OPTIONS_ATTRIBUTE = "text_options_"
 CLASSES_ATTRIBUTE = "classes_"  # kept in the metadata, readable
 
-# A fitted attribute's name: lower case, ending in an underscore (no dunder, no method name).
-_ATTRIBUTE_NAME = re.compile(r"^[a-z][a-z0-9_]*_$")
+# A fitted attribute's name: starting with a lower-case letter, ending in an underscore (no
+# dunder, no method name); upper case after the first letter as in parameter names (refit_C_).
+_ATTRIBUTE_NAME = re.compile(r"^[a-z][A-Za-z0-9_]*_$")
 
 # What a damaged archive can raise while it is read.
 _READ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, KeyError,

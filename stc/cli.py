@@ -49,10 +49,13 @@ class _Parser(argparse.ArgumentParser):
 # Argument types: they refuse bad values with a message naming the option
 # ---------------------------------------------------------------------------
 
-def _number(kind, low=None, low_inclusive=True, allow_none=False):
+def _number(kind, low=None, low_inclusive=True, allow_none=False, words=()):
+    """A parser of numbers of ``kind`` >= ``low`` (or > low); also "none" and the ``words``."""
     def parse(text):
         if allow_none and text.lower() == "none":
             return None
+        if text.lower() in words:
+            return text.lower()
         try:
             value = kind(text)
         except ValueError:
@@ -218,9 +221,12 @@ def _add_model_options(parser):
                             help="cutting-plane iterations per SVM step (default: "
                                  f"{_medstc_default('svm_max_iter')})")
     supervised.add_argument("--refit-C", dest="refit_C",
-                            type=_number(float, 0, low_inclusive=False, allow_none=True),
+                            type=_number(float, 0, low_inclusive=False, allow_none=True,
+                                         words=("auto",)),
                             metavar="X", help="C of the final classifier refit on label-free "
-                                              "codes, or none to keep the joint one (default: "
+                                              "codes; auto follows the codes' scale (C = "
+                                              "constant / mean squared norm of the codes); "
+                                              "none keeps the joint one (default: "
                                               f"{_medstc_default('refit_C')})")
 
 

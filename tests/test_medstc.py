@@ -11,6 +11,7 @@ from stc.datasets import load_newsgroups_split
 from stc.dictionary import CorpusLayout
 from stc.losses import PoissonLoss
 from stc.supervised import MedSTC
+from stc.supervised import medstc as medstc_module
 from stc.supervised.medstc import (ShiftedMeanCodingStep, SVMStep, medstc_objective,
                                    shifted_mean_term)
 from stc.supervised.svm import primal_objective
@@ -181,7 +182,31 @@ def test_refit_C_is_the_svm_on_label_free_training_codes(corpus):
         primal_objective(refit.joint_coef_, theta, y, 1e5, joint.cost) + gap
 
 
-@pytest.mark.parametrize("bad", [0.0, -1.0, np.inf, "big"])
+def test_auto_refit_C_follows_the_scale_of_the_codes(corpus):
+    """refit_C="auto": C = REFIT_C_SCALE / mean_d ||theta_d||^2 of the label-free training codes.
+
+    The SVM on (a theta, C / a^2) is the SVM on (theta, C) with eta / a (the same
+    predictions, tests/test_svm.py), so the rule makes the refit independent of the codes'
+    scale: codes a times larger get C / a^2 (exactly, for a a power of two).
+    """
+    X, y, _, _ = corpus
+    params = dict(n_topics=4, C=1000.0, lambda_=1.0, max_iter=2, random_state=0)
+    auto = MedSTC(**params).fit(X, y)
+    assert auto.refit_C == "auto"
+    theta = auto.transform(X)
+    expected = medstc_module.REFIT_C_SCALE / np.mean(np.sum(theta ** 2, axis=1))
+    assert auto.refit_C_ == pytest.approx(expected, rel=1e-12)
+    fixed = MedSTC(refit_C=auto.refit_C_, **params).fit(X, y)
+    np.testing.assert_array_equal(fixed.coef_, auto.coef_)
+    assert fixed.refit_C_ == auto.refit_C_
+    for a in (2.0 ** -10, 2.0 ** 6):
+        assert medstc_module.auto_refit_C(a * theta) == auto.refit_C_ / a ** 2
+    assert medstc_module.auto_refit_C(np.zeros((3, 2))) == medstc_module.REFIT_C_SCALE
+    none = MedSTC(refit_C=None, **params).fit(X, y)
+    assert none.refit_C_ is None
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, np.inf, "big", "Auto"])
 def test_bad_refit_C_is_refused(corpus, bad):
     X, y, _, _ = corpus
     with pytest.raises((ValueError, TypeError), match="refit_C"):

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from stc import STC, MedSTC
 
 PINS = {'medstc_default': {'beta_sum': '0x1.0ff5b9ab35903p+16',
-                    'coef_sum': '0x1.b9e2feb62e1afp+15',
+                    'coef_sum': '0x1.9e38f3b6dda3dp+15',
                     'objective': ['0x1.9f9f4b4f9ff50p+26',
                                   '0x1.514bd2b89e6e3p+26',
                                   '0x1.d2495df9a543cp+25',

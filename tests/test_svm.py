@@ -1,6 +1,9 @@
 """Tests for stc.supervised.svm (1-slack cutting-plane multi-class SVM)."""
 
 import itertools
+import json
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -437,6 +440,111 @@ def test_feature_scale_is_a_change_of_C():
                                    atol=1e-3 * np.abs(base.coef_).max())
         assert scaled.objective_ * s ** 2 == pytest.approx(base.objective_, rel=1e-6)
         assert abs(scaled.n_iter_ - base.n_iter_) <= 5
+
+
+def test_scaling_features_by_a_power_of_two_is_exactly_a_change_of_C():
+    """The solver's invariance: (a X, C / a^2) is solved as (X, C), with W / a.
+
+    The problem is: 1/2 ||W||^2 + C R_h(W; a X) at W = U / a is (1/2 ||U||^2 + C a^2
+    R_h(U; X)) / a^2. The solver follows the same path too: the cut gradients scale by a,
+    the Gram matrix by a^2, the dual weights (summing to C) by 1 / a^2, the QP's gradient
+    c - H alpha not at all, and every test compares quantities of the same scale (eps =
+    tol * cost is a hinge value, which does not change). With a a power of two each
+    floating-point operation commutes with the scaling, so the fit is the same bit for
+    bit: the same iterations, cuts and dual gap (relative to C), whatever the scale of the
+    codes. (Other factors: the same up to rounding, test_feature_scale_is_a_change_of_C.)
+    """
+    theta, y = large_codes(3)
+    base = CuttingPlaneSVM(C=3e4, cost=476.7).fit(theta, y)
+    assert base.objective_ - base.dual_objective_ <= certified_bound(3e4, 1e-3, 476.7)
+    for a in (2.0 ** -20, 2.0 ** -7, 2.0 ** 9):
+        scaled = CuttingPlaneSVM(C=3e4 / a ** 2, cost=476.7).fit(a * theta, y)
+        assert (scaled.n_iter_, scaled.n_cuts_) == (base.n_iter_, base.n_cuts_)
+        np.testing.assert_array_equal(scaled.coef_ * a, base.coef_)
+        assert scaled.objective_ * a ** 2 == base.objective_
+        assert scaled.dual_objective_ * a ** 2 == base.dual_objective_
+
+
+# The issue's reproducers of a crawling SVM step, run in a fresh interpreter under a time
+# limit (each took from 19 s to more than 120 s before). Every CuttingPlaneSVM fit they make
+# is recorded: its iterations, certified gap and bound, and whether it warned.
+REPRODUCERS = r"""
+import json, sys, warnings
+import numpy as np
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+from stc import STC, MedSTC
+from stc.supervised import svm
+
+fits = []
+fit = svm.CuttingPlaneSVM.fit
+def recorded_fit(self, X, y, sample_weight=None):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit(self, X, y, sample_weight)
+    warned = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    fits.append(dict(n_iter=self.n_iter_, max_iter=self.max_iter, C=self.C,
+                     gap=self.objective_ - self.dual_objective_,
+                     bound=1.01 * self.C * self.tol * self.cost, warned=warned,
+                     objective=self.objective_,
+                     recomputed=svm.primal_objective(self.coef_, np.asarray(X, float),
+                                                     np.searchsorted(self.classes_, y),
+                                                     self.C, self.cost)))
+    return self
+svm.CuttingPlaneSVM.fit = recorded_fit
+
+def counts(n_docs):
+    rng = np.random.default_rng(0)
+    X = rng.poisson(1.0, (n_docs, 50)).astype(float)
+    X[:, 0] += X.sum(axis=1) == 0
+    return sp.csr_matrix(X), rng.integers(0, 3, n_docs)
+
+def large_codes():
+    X, y = counts(22)
+    theta = STC(n_topics=2, lambda_=0.014, gamma=2.9, rho=0.005, theta_penalty="l1",
+                max_iter=1, random_state=0).fit_transform(X)
+    return theta, y
+
+X, y = counts(30)
+runs = {
+    "MedSTC C=1e12": lambda: MedSTC(C=1e12, n_topics=3, max_iter=3, random_state=0).fit(X, y),
+    "MedSTC refit_C=1e12": lambda: MedSTC(refit_C=1e12, n_topics=3, max_iter=3,
+                                          random_state=0).fit(X, y),
+    "MedSTC lambda_=0.1": lambda: MedSTC(n_topics=3, lambda_=0.1, random_state=0).fit(X, y),
+    "SVM on large codes, C=3e4": lambda: svm.CuttingPlaneSVM(C=3e4, cost=476.7).fit(
+        *large_codes()),
+    "SVM on large codes, C=1e5": lambda: svm.CuttingPlaneSVM(C=1e5, cost=476.7).fit(
+        *large_codes()),
+}
+warnings.simplefilter("ignore")
+for name, run in runs.items():
+    del fits[:]
+    run()
+    print(json.dumps(dict(name=name, fits=fits)), flush=True)
+"""
+
+
+def test_the_issues_slow_svm_reproducers_finish_certified_or_warned():
+    done = subprocess.run([sys.executable, "-c", REPRODUCERS], capture_output=True, text=True,
+                          timeout=300)  # a limit for a crawl only: they take seconds
+    assert done.returncode == 0, done.stderr[-3000:]
+    runs = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(runs) == 5
+    largest_codes_seen = False
+    for run in runs:
+        assert run["fits"], run["name"]
+        for fit in run["fits"]:
+            # bounded work, far below the 522+ iterations of the crawl
+            assert fit["n_iter"] <= min(fit["max_iter"], 100), (run["name"], fit)
+            # the stored objective is the primal objective at coef_
+            assert fit["objective"] == pytest.approx(fit["recomputed"], rel=1e-9)
+            # either the duality gap is certified, or a ConvergenceWarning says what it reached
+            if fit["warned"]:
+                assert "did not converge" in fit["warned"][0], (run["name"], fit)
+            else:
+                assert fit["gap"] <= fit["bound"] * (1 + 1e-9), (run["name"], fit)
+            largest_codes_seen |= fit["C"] == 1e5 and not fit["warned"]
+    assert largest_codes_seen  # the C = 1e5 fit on codes of ~200 converges (36 s, unconverged, before)
 
 
 def test_huge_C_stops_with_a_clear_warning_or_certificate():

@@ -34,11 +34,30 @@ from sklearn.utils.validation import check_is_fitted
 from stc._core._coding import move_along_segments
 from stc._stc import ONLINE_PARAMETERS, STC
 from stc.distributed import is_dask_array
-from stc._validation import Interval, NoneValue, check_training_corpus
+from stc._validation import Interval, NoneValue, Options, check_training_corpus
 from stc.coding import code_documents, segment_objectives, stc_objective
 from stc.supervised.svm import (CuttingPlaneSVM, loss_augmented_predict, multiclass_hinge,
                                 primal_objective, sample_hinges)
 from stc.training import count_capped
+
+
+# refit_C="auto": the refit's C is REFIT_C_SCALE / mean_d ||theta_d||^2 over the label-free
+# training codes. The SVM on codes a theta with C / a^2 is the SVM on theta with C (eta / a,
+# the same predictions), so C times the codes' mean squared norm is what carries over
+# between corpora and settings. The constant is that product for the C = 3e6 chosen by
+# cross-validation at the defaults on 20 Newsgroups, K = 50: mean ||theta_d||^2 = 1.669
+# there, so "auto" gives 2.996e6 (docs/algorithms.md, "Choosing MedSTC's parameters").
+REFIT_C_SCALE = 5e6
+
+
+def auto_refit_C(theta):
+    """The refit's C for ``refit_C="auto"``: REFIT_C_SCALE / mean_d ||theta_d||^2.
+
+    All-zero codes give any classifier the same (zero) scores; C is then
+    REFIT_C_SCALE itself.
+    """
+    mean_square_norm = float(np.mean(np.einsum("ij,ij->i", theta, theta))) if theta.size else 0.0
+    return REFIT_C_SCALE / mean_square_norm if mean_square_norm > 0.0 else REFIT_C_SCALE
 
 
 def shifted_mean_term(W, theta, y_index, C, cost):
@@ -262,15 +281,20 @@ class MedSTC(ClassifierMixin, STC):
         Cutting-plane tolerance, relative to ``cost``.
     svm_max_iter : int, default=1000
         Cutting-plane iterations per SVM step.
-    refit_C : float or None, default=3e6
+    refit_C : "auto", float or None, default="auto"
         After the loop, the training documents are coded again without labels,
         exactly as `transform` codes new documents, and eta is refitted on
         those codes with this C; ``joint_coef_`` keeps the loop's eta. The
         loop's eta is trained on codes pulled towards their labels by the
-        shifted mean, which test codes never get. None keeps the loop's eta
-        (the paper's classifier). The default suits the default C and
-        ``lambda_`` (document codes of order 0.1); with codes of a very
-        different scale, cross-validate it or set it to None.
+        shifted mean, which test codes never get. ``"auto"`` follows the
+        scale of the codes: C = REFIT_C_SCALE / mean_d ||theta_d||^2 over those
+        codes (``REFIT_C_SCALE`` = 5e6, in ``stc.supervised.medstc``): at
+        the defaults on 20 Newsgroups (K = 50) that is 2.996e6, the 3e6
+        that cross-validation chose there. The value used is ``refit_C_``.
+        Codes scaled by a then get C / a^2: the same classifier up to the
+        factor 1 / a, and the same predictions, so the default needs no
+        cross-validation per setting. A number is used as it is. None keeps
+        the loop's eta (the paper's classifier).
 
     Attributes
     ----------
@@ -292,6 +316,9 @@ class MedSTC(ClassifierMixin, STC):
     refit_train_accuracy_ : float or None
         Training accuracy of ``coef_`` on the label-free training codes
         (None if ``refit_C`` is None).
+    refit_C_ : float or None
+        The C the classifier was refitted with: ``refit_C``, or its value
+        for ``"auto"`` (None if ``refit_C`` is None).
 
     Examples
     --------
@@ -310,11 +337,12 @@ class MedSTC(ClassifierMixin, STC):
         "cost": [Interval(numbers.Real, 0, None, closed="neither")],
         "svm_tol": [Interval(numbers.Real, 0, None, closed="neither")],
         "svm_max_iter": [Interval(numbers.Integral, 1, None)],
-        "refit_C": [NoneValue(), Interval(numbers.Real, 0, None, closed="neither")],
+        "refit_C": [NoneValue(), Options("auto"),
+                    Interval(numbers.Real, 0, None, closed="neither")],
     }
 
     def __init__(self, n_topics=20, *, C=30000.0, cost=3600.0, svm_tol=1e-3, svm_max_iter=1000,
-                 refit_C=3e6, lambda_=30.0, gamma=None, rho=0.01, rho_units="absolute",
+                 refit_C="auto", lambda_=30.0, gamma=None, rho=0.01, rho_units="absolute",
                  loss="poisson",
                  theta_penalty="l2", code_penalty="l1", max_iter=20, tol=1e-4,
                  inner_max_iter=50, inner_tol=1e-4, dictionary_max_iter=3, n_jobs=None,
@@ -362,9 +390,10 @@ class MedSTC(ClassifierMixin, STC):
         self.train_accuracy_ = np.asarray(svm_step.accuracy)
         # iteration 1 codes without labels (no classifier yet): nothing to reject
         self.rejected_steps_ = np.asarray([0] + coding_step.reverted[:self.n_iter_ - 1])
-        self.coef_, self.refit_train_accuracy_ = self.joint_coef_, None
+        self.coef_, self.refit_train_accuracy_, self.refit_C_ = self.joint_coef_, None, None
         if self.refit_C is not None:
-            self.coef_, self.refit_train_accuracy_ = self._refit_classifier(X, y_index)
+            self.coef_, self.refit_train_accuracy_, self.refit_C_ = self._refit_classifier(
+                X, y_index)
         self.fit_time_ = time.perf_counter() - start
         return self
 
@@ -373,11 +402,15 @@ class MedSTC(ClassifierMixin, STC):
         return CuttingPlaneSVM(C=C, cost=self.cost, tol=self.svm_tol, max_iter=self.svm_max_iter)
 
     def _refit_classifier(self, X, y_index):
-        """eta refitted on the label-free codes of the training documents (``refit_C``)."""
+        """eta refitted on the label-free codes of the training documents (``refit_C``).
+
+        Returns (eta, its training accuracy, the C used).
+        """
         theta = self.transform(X)
-        svm = self._refit_svm(self.refit_C).fit(theta, y_index)
+        C = auto_refit_C(theta) if self.refit_C == "auto" else float(self.refit_C)
+        svm = self._refit_svm(C).fit(theta, y_index)
         accuracy = float(np.mean(np.argmax(theta @ svm.coef_.T, axis=1) == y_index))
-        return svm.coef_, accuracy
+        return svm.coef_, accuracy, C
 
     def decision_function(self, X):
         """Scores eta_y . theta for every class, shape (n_docs, n_classes)."""

@@ -68,6 +68,7 @@ def _extension(module):
 EXTENSIONS = [
     "stc.losses._base",
     "stc.losses._builtin",
+    "stc.losses._testing",
     "stc._core._coding",
     "stc._core._simplex",
     "stc._core._sparse_ops",

@@ -16,6 +16,7 @@ import numpy as np
 
 from stc._core import _coding, numpy_coding
 from stc._core._constants import BLOCK_NEWTON_STEPS, PENALTIES
+from stc.losses._python import loss_failure_message
 
 
 @dataclass(frozen=True)
@@ -75,9 +76,16 @@ class CodingResult(NamedTuple):
         return self.passes * np.diff(X.indptr)
 
 
-def _result(arrays, means):
-    objective, loss, n_iter, passes, start = arrays
-    return CodingResult(objective, loss, n_iter, passes, start[:, 0], start[:, 1], means)
+def _result(arrays, means, loss, X):
+    """The `CodingResult` of a coding call, or a ValueError if the loss plugin returned NaN."""
+    objective, loss_part, n_iter, passes, start, failure = arrays
+    if failure is not None:
+        where = (f" at document {failure['document']}, term {int(X.indices[failure['entry']])}"
+                 f" ({failure['n_documents']} document(s) failed)")
+        raise ValueError(loss_failure_message(
+            loss, failure["kind"], failure["y"], failure["mean"], failure["b"],
+            failure["mean_rest"], failure["quad"], failure["lin"], where))
+    return CodingResult(objective, loss_part, n_iter, passes, start[:, 0], start[:, 1], means)
 
 
 def initial_codes(X, n_topics, value=1.0):
@@ -139,7 +147,7 @@ def code_documents(problem, X, beta, codes, theta, *, theta_linear=None, active=
     else:
         arrays = numpy_coding.code_documents(loss, problem.params, X, beta, codes, theta, means,
                                              theta_linear, active)
-    return _result(arrays, means)
+    return _result(arrays, means, loss, X)
 
 
 def code_new_documents(problem, X, beta, *, keep_word_codes=False, n_jobs=None):
@@ -161,7 +169,7 @@ def code_new_documents(problem, X, beta, *, keep_word_codes=False, n_jobs=None):
     else:
         arrays = numpy_coding.code_new_documents(loss, problem.params, X, beta, codes, theta,
                                                  means)
-    return theta, codes, _result(arrays, means)
+    return theta, codes, _result(arrays, means, loss, X)
 
 
 def segment_objectives(problem, X, beta, old_codes, new_codes, old_theta, new_theta, rows,

@@ -25,7 +25,7 @@ twin `stc._core.numpy_coding` mirrors every function here under the same
 name; both read their constants from `stc._core._constants`.
 """
 from cython.parallel cimport parallel, prange
-from libc.math cimport INFINITY, fabs
+from libc.math cimport INFINITY, NAN, fabs, isfinite
 from libc.stdlib cimport free, malloc
 
 from stc.losses._base cimport CompiledLoss
@@ -42,6 +42,10 @@ cdef double OVERSHOOT_NUDGE = _constants.OVERSHOOT_NUDGE
 cdef double MEANS_DRIFT_RTOL = _constants.MEANS_DRIFT_RTOL
 cdef double START_VALUE_RTOL = _constants.START_VALUE_RTOL
 cdef int START_VALUE_MAX_ITER = _constants.START_VALUE_MAX_ITER
+cdef int FAILURE_NONE = _constants.FAILURE_NONE
+cdef int FAILURE_SOLVER = _constants.FAILURE_SOLVER
+cdef int FAILURE_HESSIAN = _constants.FAILURE_HESSIAN
+cdef int FAILURE_LOSS = _constants.FAILURE_LOSS
 
 
 cdef struct CodingParams:
@@ -56,6 +60,55 @@ cdef struct CodingParams:
     int max_iter        # sweeps per document
     double tol          # stop at a relative objective decrease under tol
     int newton_steps    # block Newton steps on each theta_k (0: the paper's alternation)
+
+
+cdef struct LossFailure:
+    # The first point of a document where the loss plugin returned NaN from finite
+    # arguments (see `note_failure`); the document's coding stops there.
+    int kind            # FAILURE_NONE, FAILURE_SOLVER, FAILURE_HESSIAN or FAILURE_LOSS
+    Py_ssize_t word     # the word's position in the document
+    double y            # its value
+    double mean         # the mean where the loss or hessian is NaN (solver: mean_rest)
+    double b            # the coordinate problem: beta_kn, the rest of the mean, lin
+    double mean_rest
+    double lin
+
+
+cdef void note_failure(LossFailure* failure, int kind, Py_ssize_t word, double y, double mean,
+                       double b, double mean_rest, double lin) noexcept nogil:
+    """Record a NaN from the loss plugin, unless one is recorded or an argument was not finite.
+
+    Codes that ran off to infinity (an unbounded coding problem, e.g. MedSTC's
+    shifted mean with the l1 penalty on theta) make NaN from non-finite
+    arguments; that is not the loss's failure, and it is left to the callers'
+    safeguards as before.
+    """
+    if failure.kind != FAILURE_NONE:
+        return
+    if not (isfinite(y) and isfinite(mean) and isfinite(b) and isfinite(mean_rest)
+            and isfinite(lin)):
+        return
+    failure.kind = kind
+    failure.word = word
+    failure.y = y
+    failure.mean = mean
+    failure.b = b
+    failure.mean_rest = mean_rest
+    failure.lin = lin
+
+
+cdef void find_nan_loss(CompiledLoss loss, Py_ssize_t n_words, const double* y,
+                        const double* means, LossFailure* failure) noexcept nogil:
+    """After a NaN objective: record the first word whose loss is NaN at a mean inside the domain."""
+    cdef Py_ssize_t i
+    cdef double value
+    for i in range(n_words):
+        if means[i] > loss.mean_lower and means[i] < loss.mean_upper:
+            value = loss._loss(y[i], means[i])
+            if value != value:
+                note_failure(failure, FAILURE_LOSS, i, y[i], means[i], 0.0, means[i], 0.0)
+                if failure.kind != FAILURE_NONE:
+                    return
 
 
 cdef inline double theta_update(double mean_code, double linear, double n_words,
@@ -111,7 +164,8 @@ cdef double document_objective(CompiledLoss loss, Py_ssize_t n_words, const doub
 cdef inline double solve_topic_words(CompiledLoss loss, Py_ssize_t n_words, const double* y,
                                      const double* b, double* s_k, const double* rests,
                                      double t, double quad, double rho_lin, double gamma,
-                                     double* scratch, double* curvature) noexcept nogil:
+                                     double* scratch, double* curvature,
+                                     LossFailure* failure) noexcept nogil:
     """Word-code step of topic k with theta_k = t: every word independently.
 
     ``b`` and ``s_k`` are the topic's weights beta_kn and codes s_nk of the
@@ -119,14 +173,25 @@ cdef inline double solve_topic_words(CompiledLoss loss, Py_ssize_t n_words, cons
     sum_n 2 gamma (t - s_nk) (the coupling part of the derivative in t of the
     block objective) and, in ``curvature``, the matching part of its second
     derivative, using ds_nk/dt = 2 gamma / (b^2 l'' + 2 quad) for s_nk > 0.
+    A NaN code or curvature is recorded in ``failure`` (see `note_failure`).
     """
     cdef Py_ssize_t i
-    cdef double x, slope = 0.0, curv = 0.0, lin = rho_lin - 2.0 * gamma * t
+    cdef double x, at, value, slope = 0.0, curv = 0.0, lin = rho_lin - 2.0 * gamma * t
     loss._solve_coordinates(n_words, y, b, rests, quad, lin, s_k, scratch)
     for i in range(n_words):
         x = s_k[i]
+        if x != x:
+            note_failure(failure, FAILURE_SOLVER, i, y[i], rests[i], b[i], rests[i], lin)
         slope += 2.0 * gamma * (t - x)
         if x > 0.0:
+            if scratch[i] != scratch[i]:
+                # the loss's own NaN (not 0 * inf from a zero topic weight)
+                at = rests[i] + b[i] * x
+                if at > loss.mean_lower and at < loss.mean_upper:
+                    value = loss._hessian(y[i], at)
+                    if value != value:
+                        note_failure(failure, FAILURE_HESSIAN, i, y[i], at, b[i], rests[i],
+                                     lin)
             curv += 2.0 * gamma * (1.0 - 2.0 * gamma / (scratch[i] + 2.0 * quad))
         else:
             curv += 2.0 * gamma
@@ -137,7 +202,7 @@ cdef inline double solve_topic_words(CompiledLoss loss, Py_ssize_t n_words, cons
 cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double* y,
                              const double* b, double* s_k, double* means, double* scratch,
                              double* theta_k, double linear_k, double quad, double rho_lin,
-                             const CodingParams* p) noexcept nogil:
+                             const CodingParams* p, LossFailure* failure) noexcept nogil:
     """Update the codes of topic k: word codes s_.k, and theta_k by up to `newton_steps`.
 
     With newton_steps = 0 this is the paper's word-code step for topic k
@@ -148,7 +213,8 @@ cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double*
     plain alternation, which shifts their common level by only about
     rho / (2 gamma) per sweep. The result never has a larger phi than the
     start: it is either (numerically) the minimiser or a point between the
-    start and the minimiser.
+    start and the minimiser. Returns at once when the loss plugin fails
+    (``failure``), leaving the codes and means as they are.
     """
     cdef Py_ssize_t i
     cdef double t = theta_k[0], t_new, slope, curvature, start_slope = 0.0
@@ -166,8 +232,10 @@ cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double*
             means[i] = 0.0
     for step in range(newton_steps + 1):
         slope = solve_topic_words(loss, n_words, y, b, s_k, means, t, quad, rho_lin, gamma,
-                                  scratch, &curvature)
+                                  scratch, &curvature, failure)
         passes += 1
+        if failure.kind != FAILURE_NONE:
+            return passes
         if theta_penalty == PENALTY_L1:
             pen_slope, pen_curv = lam, 0.0
         else:
@@ -215,8 +283,10 @@ cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double*
         # so fall back to the last point on the start's side (phi <= start).
         t = safe_t
         solve_topic_words(loss, n_words, y, b, s_k, means, t, quad, rho_lin, gamma, scratch,
-                          &curvature)
+                          &curvature, failure)
         passes += 1
+        if failure.kind != FAILURE_NONE:
+            return passes
     theta_k[0] = t
     for i in range(n_words):
         means[i] = means[i] + b[i] * s_k[i]
@@ -295,6 +365,7 @@ cdef struct DocumentResult:
     double start_loss
     int n_iter           # sweeps made
     long long passes     # passes over the document's words, all topics (word-code updates / n_words)
+    LossFailure failure  # where the loss plugin returned NaN, if it did (coding stopped there)
 
 
 cdef inline void load_document(const double[:, ::1] beta, const int* words,
@@ -329,6 +400,8 @@ cdef void sweep_document(CompiledLoss loss, Py_ssize_t n_words, Py_ssize_t n_top
     independently, each topic's theta_k optionally moving with them, see
     `update_topic_block`), then theta in closed form (`theta_update`).
     ``m`` holds the running means of the words and is kept up to date.
+    Stops at once when the loss plugin returns NaN from finite arguments
+    (``out.failure``; the objective is then NaN).
     """
     cdef Py_ssize_t i, k
     cdef double quad, rho_lin, previous, current, loss_part, acc
@@ -338,15 +411,22 @@ cdef void sweep_document(CompiledLoss loss, Py_ssize_t n_words, Py_ssize_t n_top
     rho_lin = p.rho if p.code_penalty == PENALTY_L1 else 0.0
     previous = document_objective(loss, n_words, y, m, s, theta_d, linear, n_topics, p,
                                   &loss_part)
+    if previous != previous:
+        find_nan_loss(loss, n_words, y, m, &out.failure)
     out.start_objective = previous
     out.start_loss = loss_part
     current = previous
-    while it < max_iter:
+    while it < max_iter and out.failure.kind == FAILURE_NONE:
         it += 1
         for k in range(n_topics):
             out.passes += update_topic_block(
                 loss, n_words, y, b + k * n_words, s + k * n_words, m, scratch, &theta_d[k],
-                linear[k] if linear != NULL else 0.0, quad, rho_lin, p)
+                linear[k] if linear != NULL else 0.0, quad, rho_lin, p, &out.failure)
+            if out.failure.kind != FAILURE_NONE:
+                break
+        if out.failure.kind != FAILURE_NONE:
+            current = NAN
+            break
         for k in range(n_topics):
             acc = 0.0
             for i in range(n_words):
@@ -355,6 +435,10 @@ cdef void sweep_document(CompiledLoss loss, Py_ssize_t n_words, Py_ssize_t n_top
                                       <double> n_words, p.lam, p.gamma, p.theta_penalty)
         current = document_objective(loss, n_words, y, m, s, theta_d, linear, n_topics, p,
                                      &loss_part)
+        if current != current:
+            find_nan_loss(loss, n_words, y, m, &out.failure)
+            if out.failure.kind != FAILURE_NONE:
+                break
         if previous - current <= p.tol * fabs(previous):
             break
         previous = current
@@ -416,6 +500,7 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d, const int[::1] indp
     out.start_loss = 0.0
     out.n_iter = 0
     out.passes = 0
+    out.failure.kind = FAILURE_NONE
     if n_words == 0:
         for k in range(n_topics):
             theta_d[k] = 0.0
@@ -434,6 +519,8 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d, const int[::1] indp
     exact_means(s, b, n_words, n_topics, m)
     sweep_document(loss, n_words, n_topics, y, b, s, m, scratch, theta_d, linear, p, max_iter,
                    out)
+    if out.failure.kind != FAILURE_NONE:
+        return  # the caller raises; the codes are left as they are
     refresh_means(loss, n_words, n_topics, y, b, s, m, theta_d, linear, p, out)
     if has_codes:
         for k in range(n_topics):
@@ -445,7 +532,13 @@ cdef tuple code_corpus(CompiledLoss loss, CodingParams params, const int[::1] in
                        const int[::1] indices, const double[::1] data,
                        const double[:, ::1] beta, codes, double[:, ::1] theta,
                        double[::1] means, theta_linear, active, bint warm, n_jobs):
-    """Code every document in parallel; the shared body of the two entry points below."""
+    """Code every document in parallel; the shared body of the two entry points below.
+
+    Returns the per-document arrays and, last, None or a dict describing where
+    the loss plugin failed (the document with the lowest index among those
+    that failed; each failing document stops at once, the others are coded
+    as usual, so the report does not depend on the thread count).
+    """
     cdef Py_ssize_t n_docs = indptr.shape[0] - 1, n_topics = beta.shape[0], d
     cdef int n_threads = resolve_n_jobs(n_jobs)
     objective = np.zeros(n_docs, dtype=np.float64)
@@ -453,6 +546,12 @@ cdef tuple code_corpus(CompiledLoss loss, CodingParams params, const int[::1] in
     start = np.zeros((n_docs, 2), dtype=np.float64)
     n_iter = np.zeros(n_docs, dtype=np.intc)
     passes = np.zeros(n_docs, dtype=np.int64)
+    failure_kind = np.zeros(n_docs, dtype=np.intc)
+    failure_word = np.zeros(n_docs, dtype=np.intp)
+    failure_values = np.zeros((n_docs, 5), dtype=np.float64)
+    cdef int[::1] failure_kind_v = failure_kind
+    cdef Py_ssize_t[::1] failure_word_v = failure_word
+    cdef double[:, ::1] failure_values_v = failure_values
     cdef double[::1] objective_v = objective, loss_v = loss_part
     cdef double[:, ::1] start_v = start
     cdef int[::1] n_iter_v = n_iter
@@ -495,11 +594,30 @@ cdef tuple code_corpus(CompiledLoss loss, CodingParams params, const int[::1] in
                 start_v[d, 1] = result[0].start_loss
                 n_iter_v[d] = result[0].n_iter
                 passes_v[d] = result[0].passes
+                failure_kind_v[d] = result[0].failure.kind
+                if result[0].failure.kind != FAILURE_NONE:
+                    failure_word_v[d] = result[0].failure.word
+                    failure_values_v[d, 0] = result[0].failure.y
+                    failure_values_v[d, 1] = result[0].failure.mean
+                    failure_values_v[d, 2] = result[0].failure.b
+                    failure_values_v[d, 3] = result[0].failure.mean_rest
+                    failure_values_v[d, 4] = result[0].failure.lin
         free(work)
         free(result)
     if failed[0]:
         raise MemoryError(f"could not allocate {work_size} bytes of coding work space per thread")
-    return objective, loss_part, n_iter, passes, start
+    failure = None
+    broken = np.flatnonzero(failure_kind)
+    if broken.size:
+        d = int(broken[0])
+        y_, mean_, b_, rest_, lin_ = (float(v) for v in failure_values[d])
+        failure = dict(kind=int(failure_kind[d]), document=d,
+                       entry=int(indptr[d]) + int(failure_word[d]), y=y_, mean=mean_, b=b_,
+                       mean_rest=rest_, lin=lin_,
+                       quad=params.gamma + (params.rho if params.code_penalty == PENALTY_L2
+                                            else 0.0),
+                       n_documents=int(broken.size))
+    return objective, loss_part, n_iter, passes, start, failure
 
 
 def code_documents(CompiledLoss loss, CodingParams params, const int[::1] indptr,
@@ -516,7 +634,11 @@ def code_documents(CompiledLoss loss, CodingParams params, const int[::1] indptr
     n_docs: a document with active[d] == 0 is not swept; its means,
     objective and start values are those of its current codes.
     Returns per-document arrays (objective, loss part, sweeps, passes over
-    the words, objective and loss part at the start codes as (n_docs, 2)).
+    the words, objective and loss part at the start codes as (n_docs, 2)) and
+    None, or a dict saying where the loss plugin returned NaN from finite
+    arguments (kind: a `_constants` FAILURE_* code, document, entry of X, y,
+    mean, and the coordinate problem b, mean_rest, quad, lin); a failing
+    document stops at once, with NaN objective.
     """
     return code_corpus(loss, params, indptr, indices, data, beta, codes, theta, means,
                        theta_linear, active, True, n_jobs)
@@ -530,7 +652,7 @@ def code_new_documents(CompiledLoss loss, CodingParams params, const int[::1] in
 
     ``codes`` is None (the word codes are not kept: coding new documents
     needs only theta) or a (nnz, n_topics) array that receives them. Returns
-    the same arrays as `code_documents`.
+    the same as `code_documents`.
     """
     return code_corpus(loss, params, indptr, indices, data, beta, codes, theta, means, None,
                        None, False, n_jobs)

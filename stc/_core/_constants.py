@@ -34,3 +34,13 @@ MEANS_DRIFT_RTOL = 1e-9
 # it is only a start.
 START_VALUE_RTOL = 1e-3
 START_VALUE_MAX_ITER = 50
+
+# What the coding sweep found broken in a loss plugin, reported per document (the
+# first failure only): the coordinate solver returned NaN, the hessian was NaN at a
+# code's mean, or the loss was NaN at a mean inside its domain, each from finite
+# arguments. A NaN that comes from non-finite arguments (codes that ran off to
+# infinity in an unbounded problem) is not the loss's failure and is not reported.
+FAILURE_NONE = 0
+FAILURE_SOLVER = 1
+FAILURE_HESSIAN = 2
+FAILURE_LOSS = 3

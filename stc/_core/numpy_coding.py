@@ -11,8 +11,42 @@ dict of `stc.coding.CodingProblem.params` (the kernel's `CodingParams`).
 """
 import numpy as np
 
-from stc._core._constants import (BLOCK_NEWTON_RTOL, OVERSHOOT_NUDGE, PENALTY_L1, PENALTY_L2,
+from stc._core._constants import (BLOCK_NEWTON_RTOL, FAILURE_HESSIAN, FAILURE_LOSS,
+                                   FAILURE_SOLVER, OVERSHOOT_NUDGE, PENALTY_L1, PENALTY_L2,
                                    START_VALUE_MAX_ITER, START_VALUE_RTOL)
+
+
+class PluginFailure(Exception):
+    """The loss plugin returned NaN from finite arguments (the kernel's `note_failure`).
+
+    ``index`` is the position of the entry in the arrays of the function that
+    raised; each caller maps it to its own arrays on the way up, and
+    `code_documents` turns it into the failure report the kernel returns.
+    """
+
+    def __init__(self, kind, index, y, mean, b, mean_rest, lin):
+        super().__init__(kind)
+        self.kind, self.index = kind, int(index)
+        self.values = dict(y=float(y), mean=float(mean), b=float(b), mean_rest=float(mean_rest),
+                           lin=float(lin))
+
+    def within(self, mask):
+        """Re-index from the entries selected by boolean ``mask`` to all entries."""
+        self.index = int(np.flatnonzero(mask)[self.index])
+        return self
+
+
+def check_plugin(kind, bad, y, mean, b, mean_rest, lin):
+    """Raise `PluginFailure` at the first ``bad`` entry whose arguments are all finite."""
+    if not np.any(bad):
+        return
+    finite = (np.isfinite(y) & np.isfinite(mean) & np.isfinite(b) & np.isfinite(mean_rest)
+              & np.isfinite(lin))
+    hits = np.flatnonzero(bad & finite)
+    if hits.size:
+        i = hits[0]
+        pick = [np.broadcast_to(a, np.shape(bad))[i] for a in (y, mean, b, mean_rest, lin)]
+        raise PluginFailure(kind, i, *pick)
 
 
 def theta_update(mean_code, linear, n_words, lam, gamma, penalty):
@@ -42,13 +76,25 @@ def document_objective(loss, X, doc_of_entry, means, codes, theta, linear, param
 
 
 def solve_topic_words(loss, y, b, rests, codes_k, t_entry, quad, rho_lin, gamma, docs, n_docs):
-    """Vectorised `solve_topic_words`: word codes of one topic at theta_k = t."""
-    x = loss.solve_coordinate(y, b, rests, quad, rho_lin - 2.0 * gamma * t_entry, codes_k)
+    """Vectorised `solve_topic_words`: word codes of one topic at theta_k = t.
+
+    Raises `PluginFailure` for a NaN code or curvature from finite arguments.
+    """
+    lin = rho_lin - 2.0 * gamma * t_entry
+    x = loss.solve_coordinate(y, b, rests, quad, lin, codes_k)
+    check_plugin(FAILURE_SOLVER, np.isnan(x), y, rests, b, rests, lin)
     slope = np.bincount(docs, weights=2.0 * gamma * (t_entry - x), minlength=n_docs)
     curv_entry = np.full_like(x, 2.0 * gamma)
     pos = x > 0
     if np.any(pos):
         hess = loss.hessian(y[pos], rests[pos] + b[pos] * x[pos])
+        at = rests[pos] + b[pos] * x[pos]
+        lower, upper = loss.mean_domain
+        try:
+            check_plugin(FAILURE_HESSIAN, np.isnan(hess) & (at > lower) & (at < upper), y[pos],
+                         at, b[pos], rests[pos], np.broadcast_to(lin, x.shape)[pos])
+        except PluginFailure as failure:
+            raise failure.within(pos)
         curv_entry[pos] = 2.0 * gamma * (1.0 - 2.0 * gamma / (b[pos] ** 2 * hess + 2.0 * quad))
     return x, slope, np.bincount(docs, weights=curv_entry, minlength=n_docs)
 
@@ -76,9 +122,12 @@ def update_topic_block(loss, y, b, docs, codes_k, means, theta_k, linear_k, quad
     for step in range(newton_steps + 1):
         entries = iterating[docs]
         passes += iterating
-        x_new, s_new, c_new = solve_topic_words(
-            loss, y[entries], b[entries], rests[entries], x[entries], t[docs[entries]],
-            quad, rho_lin, gamma, docs[entries], n)
+        try:
+            x_new, s_new, c_new = solve_topic_words(
+                loss, y[entries], b[entries], rests[entries], x[entries], t[docs[entries]],
+                quad, rho_lin, gamma, docs[entries], n)
+        except PluginFailure as failure:
+            raise failure.within(entries)
         x[entries] = x_new
         if theta_penalty == PENALTY_L1:
             pen_slope, pen_curv = lam, 0.0
@@ -127,9 +176,12 @@ def update_topic_block(loss, y, b, docs, codes_k, means, theta_k, linear_k, quad
             t = np.where(back, safe_t, t)
             entries = back[docs]
             passes += back
-            x[entries] = solve_topic_words(
-                loss, y[entries], b[entries], rests[entries], x[entries], t[docs[entries]],
-                quad, rho_lin, gamma, docs[entries], n)[0]
+            try:
+                x[entries] = solve_topic_words(
+                    loss, y[entries], b[entries], rests[entries], x[entries], t[docs[entries]],
+                    quad, rho_lin, gamma, docs[entries], n)[0]
+            except PluginFailure as failure:
+                raise failure.within(entries)
     return x, rests + b * x, t, passes
 
 
@@ -138,8 +190,37 @@ def code_documents(loss, params, X, beta, codes, theta, means, theta_linear=None
 
     ``active`` (boolean per document, or None for all) leaves the documents
     where it is False uncoded, as the kernel's ``active`` does. Returns
-    (objective, loss part, sweeps, passes, start objective and loss).
+    (objective, loss part, sweeps, passes, start objective and loss, failure):
+    failure is None, or the kernel's report of a NaN from the loss plugin at
+    finite arguments (coding stops at the first one).
     """
+    try:
+        return _code_documents(loss, params, X, beta, codes, theta, means, theta_linear, active)
+    except PluginFailure as failure:
+        return failure.report
+
+
+def _failure_report(failure, X, entries, params):
+    """`PluginFailure` raised for the entries ``entries`` of X, as the kernel's failure dict."""
+    entry = int(entries[failure.index])
+    document = int(np.searchsorted(X.indptr, entry, side="right") - 1)
+    quad = params["gamma"] + (params["rho"] if params["code_penalty"] == PENALTY_L2 else 0.0)
+    failure.report = (None,) * 5 + (dict(kind=failure.kind, document=document, entry=entry,
+                                         quad=quad, n_documents=1, **failure.values),)
+    return failure
+
+
+def check_losses(loss, X, means, entries):
+    """`PluginFailure` for the first of ``entries`` whose loss is NaN at a mean inside the domain."""
+    lower, upper = loss.mean_domain
+    y, m = X.data[entries], means[entries]
+    with np.errstate(all="ignore"):
+        values = np.asarray(loss.loss(y, m), dtype=np.float64)
+    inside = (m > lower) & (m < upper)
+    check_plugin(FAILURE_LOSS, np.isnan(values) & inside, y, m, 0.0, m, 0.0)
+
+
+def _code_documents(loss, params, X, beta, codes, theta, means, theta_linear, active):
     lam, gamma, rho = params["lam"], params["gamma"], params["rho"]
     theta_penalty, code_penalty = params["theta_penalty"], params["code_penalty"]
     max_iter, tol = params["max_iter"], params["tol"]
@@ -152,6 +233,12 @@ def code_documents(loss, params, X, beta, codes, theta, means, theta_linear=None
     theta[lengths == 0] = 0.0
     objective, recon = document_objective(loss, X, doc_of_entry, means, codes, theta,
                                           theta_linear, params)
+    if np.any(np.isnan(objective)):
+        all_entries = np.arange(X.nnz)
+        try:
+            check_losses(loss, X, means, all_entries)
+        except PluginFailure as failure:
+            raise _failure_report(failure, X, all_entries, params)
     start = np.column_stack([objective, recon])
     n_iter = np.zeros(n_docs, dtype=np.intc)
     passes = np.zeros(n_docs, dtype=np.int64)
@@ -170,9 +257,12 @@ def code_documents(loss, params, X, beta, codes, theta, means, theta_linear=None
         entry_means = means[entries]
         for k in range(n_topics):
             b = beta[k, words]
-            codes_k, entry_means, theta_k, block_passes = update_topic_block(
-                loss, y, b, compact, codes[entries, k], entry_means, theta[active, k],
-                linear[active, k], quad, rho_lin, params)
+            try:
+                codes_k, entry_means, theta_k, block_passes = update_topic_block(
+                    loss, y, b, compact, codes[entries, k], entry_means, theta[active, k],
+                    linear[active, k], quad, rho_lin, params)
+            except PluginFailure as failure:
+                raise _failure_report(failure, X, entries, params)
             passes[active] += block_passes
             codes[entries, k] = codes_k
             theta[active, k] = theta_k
@@ -184,11 +274,16 @@ def code_documents(loss, params, X, beta, codes, theta, means, theta_linear=None
         n_iter[active] += 1
         new_objective, new_recon = document_objective(loss, X, doc_of_entry, means, codes,
                                                       theta, theta_linear, params)
+        if np.any(np.isnan(new_objective[active])):
+            try:
+                check_losses(loss, X, means, entries)
+            except PluginFailure as failure:
+                raise _failure_report(failure, X, entries, params)
         converged = objective - new_objective <= tol * np.abs(objective)
         objective[active] = new_objective[active]
         recon[active] = new_recon[active]
         active_docs[active[converged[active]]] = False
-    return objective, recon, n_iter, passes, start
+    return objective, recon, n_iter, passes, start, None
 
 
 def code_new_documents(loss, params, X, beta, codes, theta, means):
@@ -249,6 +344,11 @@ def common_start_value(loss, X, beta, theta_linear, params):
         else:
             g = g + 2.0 * rho * n_codes * value
             h = h + 2.0 * rho * n_codes
+        # NaN: a derivative the loss does not provide; the kernel falls back as here
+        nan_slope = active & np.isnan(g)
+        if np.any(nan_slope):
+            value = np.where(nan_slope, np.where(np.isfinite(high), 0.5 * high, 1.0), value)
+            active &= ~nan_slope
         high = np.where(active & (g > 0), value, high)
         low = np.where(active & ~(g > 0), value, low)
         with np.errstate(divide="ignore", invalid="ignore"):

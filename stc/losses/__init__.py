@@ -101,6 +101,8 @@ def check_loss(loss, data=None):
     for method in ("loss", "gradient", "hessian"):
         if not callable(getattr(loss, method, None)):
             raise TypeError(f"loss {name} has no {method}(y, mean) method")
+    if isinstance(loss, CompiledLoss):
+        _check_compiled_in_cython(loss, name)
     lower, upper = loss.mean_domain
     if not lower < upper:
         raise ValueError(f"loss {name} has an empty mean_domain {loss.mean_domain}")
@@ -125,7 +127,9 @@ def check_loss(loss, data=None):
         if np.shape(arr) == y_grid.shape and np.all(np.isnan(arr)):
             if isinstance(loss, CompiledLoss):
                 raise TypeError(f"loss {name} does not define {label}: it is NaN at every "
-                                f"sample point (a compiled loss must override _{label})")
+                                f"sample point (a CompiledLoss subclass must override the "
+                                f"Cython method _{label}, in a cdef class; a loss written in "
+                                "Python subclasses stc.losses.PythonLoss)")
             raise TypeError(f"loss {name} does not define {label}: {label}(y, mean) returns "
                             "NaN at every sample point")
     for label, arr in (("loss", value), ("gradient", grad), ("hessian", hess)):
@@ -155,6 +159,29 @@ def check_loss(loss, data=None):
             raise ValueError(f"loss {name}: {label} disagrees with finite differences at y={y_grid[bad]}, "
                              f"mean={m_grid[bad]} ({analytic[bad]:.6g} vs {numeric[bad]:.6g})")
     return loss
+
+
+def _check_compiled_in_cython(loss, name):
+    """Refuse a Python class that overrides a CompiledLoss's Python-level methods.
+
+    The coding kernel calls the Cython methods ``_loss``, ``_gradient`` and
+    ``_hessian``, which a class written in Python cannot override: its
+    ``loss``/``gradient``/``hessian`` would pass `check_loss` while the kernel
+    computed with the base class's NaN.
+    """
+    for method in ("loss", "gradient", "hessian"):
+        owner = next(cls for cls in type(loss).__mro__ if method in vars(cls))
+        if owner.__flags__ & _HEAP_TYPE:  # defined by a class statement in Python
+            raise TypeError(
+                f"loss {name} subclasses stc.losses.CompiledLoss in Python and overrides "
+                f"{method}(): the coding kernel never calls it (it calls the Cython methods "
+                "_loss, _gradient and _hessian of a cdef class). Subclass "
+                "stc.losses.PythonLoss for a loss written in Python")
+
+
+# Py_TPFLAGS_HEAPTYPE: set for classes created by a class statement in Python, not for
+# the static types of compiled (Cython) classes.
+_HEAP_TYPE = 1 << 9
 
 
 def _check_far_from_the_data(loss, name, ys):

@@ -7,6 +7,7 @@ topic per sweep for all words of all documents at once.
 """
 import numpy as np
 
+from stc._core._constants import FAILURE_HESSIAN, FAILURE_SOLVER
 from stc.losses._constants import (BRACKET_MAX_DOUBLINGS, DOMAIN_MARGIN, NEWTON_MAX_ITER,
                                    NEWTON_RTOL)
 
@@ -54,7 +55,8 @@ def check_solutions(loss, x, problems):
     """Raise ValueError if a coordinate solver returned NaN (it could not solve a problem).
 
     ``problems`` holds the flat arrays (y, b, mean_rest, quad, lin, ...) the
-    solver was given; the message names the first failed problem.
+    solver was given; the message names the first failed problem and, when it
+    finds one, the mean where the loss broke (`nan_on_the_way`).
     """
     failed = np.flatnonzero(np.isnan(x))
     if failed.size == 0:
@@ -64,9 +66,71 @@ def check_solutions(loss, x, problems):
     raise ValueError(
         f"the {name} loss's coordinate solver failed on {failed.size} of {np.size(x)} problems, "
         f"first at y={y:.17g}, b={b:.17g}, mean_rest={mean_rest:.17g}, quad={quad:.17g}, "
-        f"lin={lin:.17g}: the loss's gradient is not a number at some mean inside its "
-        f"mean_domain {tuple(loss.mean_domain)}, or its derivatives are inconsistent "
-        "(Newton did not converge)")
+        f"lin={lin:.17g}: {solver_failure_cause(loss, y, b, mean_rest)}")
+
+
+def nan_on_the_way(loss, y, b, mean_rest):
+    """Where a coordinate solver can meet a NaN: (part, mean) or None.
+
+    The solver evaluates the loss's gradient and hessian at means mean_rest +
+    b x, x >= 0, inside the mean domain; this scans those means (mean_rest,
+    then offsets of 100 points per decade from 1e-12 to 1e12 times
+    max(1, |y|, |mean_rest|), or up to a finite upper end of the domain) for
+    the first at which the loss, its gradient or its hessian is NaN.
+    """
+    lower, upper = loss.mean_domain
+    with np.errstate(all="ignore"):
+        if not b > 0:
+            offsets = np.zeros(1)
+        elif np.isfinite(upper):
+            offsets = (upper - mean_rest) * (1.0 - np.geomspace(1.0, 1e-12, 1201))
+        else:
+            scale = max(1.0, abs(y), abs(mean_rest))
+            offsets = np.concatenate([[0.0], scale * np.geomspace(1e-12, 1e12, 2401)])
+        means = mean_rest + offsets
+        means = means[(means > lower) & (means < upper)]
+        ys = np.full(means.shape, float(y))
+        for part in ("loss", "gradient", "hessian"):
+            values = np.asarray(getattr(loss, part)(ys, means), dtype=np.float64)
+            bad = np.flatnonzero(np.isnan(values))
+            if bad.size:
+                return part, float(means[bad[0]])
+    return None
+
+
+def solver_failure_cause(loss, y, b, mean_rest):
+    """Why the coordinate solver returned NaN on (y, b, mean_rest): text for an error message."""
+    found = nan_on_the_way(loss, y, b, mean_rest)
+    if found is not None:
+        part, mean = found
+        return (f"the loss's {part} is NaN at y={y:.17g}, mean={mean:.17g}, inside its "
+                f"mean_domain {tuple(loss.mean_domain)}")
+    return (f"the loss's gradient or hessian is NaN at some mean inside its mean_domain "
+            f"{tuple(loss.mean_domain)}, or its derivatives are inconsistent (Newton did not "
+            "converge)")
+
+
+def loss_failure_message(loss, kind, y, mean, b, mean_rest, quad, lin, where=""):
+    """The error message for a NaN the coding step got from ``loss`` (finite arguments).
+
+    ``kind`` is a FAILURE_* code of `stc._core._constants`: the coordinate
+    solver returned NaN on the problem (y, b, mean_rest, quad, lin), or the
+    hessian (the loss) was NaN at (y, mean). ``where`` names the document and
+    term, if known.
+    """
+    name = getattr(loss, "name", type(loss).__name__)
+    if kind == FAILURE_SOLVER:
+        cause = (f"its coordinate solver returned NaN on y={y:.17g}, b={b:.17g}, "
+                 f"mean_rest={mean_rest:.17g}, quad={quad:.17g}, lin={lin:.17g}: "
+                 f"{solver_failure_cause(loss, y, b, mean_rest)}")
+    elif kind == FAILURE_HESSIAN:
+        cause = f"its hessian is NaN at y={y:.17g}, mean={mean:.17g}"
+    else:
+        cause = f"the loss is NaN at y={y:.17g}, mean={mean:.17g}"
+    return (f"coding stopped{where}: the {name} loss failed, {cause}. A loss must be a number, "
+            f"with a finite gradient and hessian, at every mean inside its mean_domain "
+            f"{tuple(loss.mean_domain)}; stc.losses.check_loss(loss, data=X.data) samples only "
+            "some of those means")
 
 
 def newton_target(b, curv, grad, x, quad, lin):

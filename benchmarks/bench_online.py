@@ -11,7 +11,7 @@ other parameters at their defaults; the online one adds
 ``learning_method="online"``, ``batch_size`` and ``n_passes``. Measured:
 
 * held-out objective: objective (2) of coding the test documents with the
-  learned topics (``-score(X_test)``), and its relative gap to batch;
+  learned topics (``objective(X_test)``), and its relative gap to batch;
 * STC + SVM accuracy: ``LinearSVC`` on the document codes (train codes from
   ``transform``), C chosen by 3-fold CV on the training codes;
 * passes over the training corpus (online: ``n_passes``; batch: ``n_iter_``
@@ -78,7 +78,7 @@ def measure(name, params, trace_params, train, test, verbose):
         model = STC(**params, verbose=verbose).fit(train.data)
     fit_time = time.perf_counter() - start
     log(f"{name}: fit {fit_time:.1f} s; coding train and test")
-    held_out = -model.score(test.data)
+    held_out = model.objective(test.data)
     accuracy, C = svm_accuracy(model.transform(train.data), train.target,
                                model.transform(test.data), test.target)
     log(f"{name}: traced fit for peak memory")

@@ -12,6 +12,7 @@ from stc._validation import (N_JOBS, RANDOM_STATE, InstanceOf, Interval, NoneVal
                              as_count_matrix, check_training_corpus, validate_params)
 from stc.coding import (CodingProblem, code_new_documents, initial_codes,
                         start_value_in_domain)
+from stc.completion import held_out_score, split_entries
 from stc.dictionary import CorpusLayout, NonFiniteLossError
 from stc.distributed import is_dask_array
 from stc.losses import CompiledLoss, PythonLoss, get_loss
@@ -228,6 +229,10 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         See ``online_responsibilities_``.
     interrupted_ : bool
         True when the fit was stopped by Ctrl-C (the model holds what it had learned).
+    term_counts_ : ndarray of shape (n_features,)
+        Total count of each term in the training data (online learning: in
+        every batch learned from); `score` smooths held-out probabilities
+        with these frequencies.
     n_features_in_ : int
         Number of terms (columns of ``X``) seen in ``fit``.
     fit_time_ : float
@@ -416,6 +421,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             converged=relative_decrease_below(self.tol), max_iter=self.max_iter,
             progress=progress)
         self.components_ = training.beta
+        self.term_counts_ = training.term_counts
         self.objective_ = np.asarray(objective)
         self.n_iter_ = len(objective)
         self.interrupted_ = interrupted
@@ -495,7 +501,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     def _forget_online_state(self):
         for name in ("components_", "online_responsibilities_", "online_code_sums_",
-                     "n_batch_iter_", "_batch_objectives", "_online_multipliers"):
+                     "n_batch_iter_", "_batch_objectives", "_online_multipliers", "term_counts_"):
             if hasattr(self, name):
                 delattr(self, name)
 
@@ -504,6 +510,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         if not hasattr(self, "components_"):
             self.components_ = initial_dictionary(X, self.n_topics, rng)
         self.components_ = introduce_new_terms(self.components_, X)
+        self.term_counts_ = getattr(self, "term_counts_", 0.0) + np.bincount(
+            X.indices, weights=X.data, minlength=X.shape[1])
         statistics = None
         if hasattr(self, "online_responsibilities_"):
             statistics = OnlineStatistics(self.online_responsibilities_, self.online_code_sums_,
@@ -576,6 +584,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         except NonFiniteLossError as exc:
             raise ValueError(explain_non_finite_loss(exc, state, problem)) from None
         self.components_ = state.beta
+        self.term_counts_ = np.asarray(state.X.sum(axis=0), dtype=np.float64).ravel()
         self.objective_ = np.asarray(objective)
         self.n_iter_ = len(objective)
         self.interrupted_ = interrupted
@@ -635,9 +644,55 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         """
         return sp.csr_matrix(self._code(X, keep_word_codes=True)[1])
 
+    def objective(self, X):
+        """Objective (2) of coding ``X`` with the fitted topics (documents coded as by `transform`).
+
+        The sum over the documents of their coding objectives: loss plus
+        penalties. It depends on the penalties, so it does not compare
+        models fitted with different ``lambda_``, ``gamma`` or ``rho``; `score`
+        does.
+        """
+        return float(np.sum(self._code(X)[2].objective))
+
     def score(self, X, y=None):
-        """Minus objective (2) of coding ``X`` with the fitted topics (higher is better)."""
-        return -float(np.sum(self._code(X)[2].objective))
+        """Held-out score by document completion (higher is better); see `stc.completion`.
+
+        Each document's stored entries are split deterministically: in CSR
+        order (sorted by term) the 1st, 3rd, 5th, ... are observed and the
+        2nd, 4th, ... held out. The observed half is coded with the fitted
+        topics (as `transform` codes it) and the held-out half is scored:
+
+        * Poisson loss (``loss.score_kind == "multinomial"``): the mean
+          log-likelihood per held-out token, sum_j w_j log p(n_j | d_j) /
+          sum_j w_j, under the multinomial p(n | d) = 0.99 theta_d . beta_n /
+          sum_k theta_dk + 0.01 u_n, where u is the training corpus's term
+          frequencies with one added to every count (``term_counts_``): a
+          term the topics give no weight keeps a small probability instead of
+          log 0, and a document whose codes are all zero gets u itself.
+          exp(-score) is the held-out perplexity;
+        * any other loss: minus the mean loss per held-out entry at the mean
+          theta_d . beta_n.
+
+        Unlike `objective` (which contains the penalties and so always
+        favours the smallest ``lambda_`` and ``rho``), the score compares
+        models fitted with different hyper-parameters, e.g. in
+        ``GridSearchCV``. It does not depend on the thread count. ``y`` is
+        ignored.
+        """
+        check_is_fitted(self, "components_")
+        problem = self._coding_problem()
+        X = self._validate_X(X, reset=False, loss=problem.loss)
+        if not hasattr(self, "term_counts_"):
+            raise ValueError("this model has no term_counts_ (a model file written before "
+                             "score used them): fit it again to score held-out documents")
+        observed, held_out = split_entries(X)
+        if held_out.nnz == 0:
+            raise ValueError("X has no document with two or more stored entries: score holds "
+                             "out every second entry of each document, so there is nothing to "
+                             "score")
+        theta = self._code(observed)[0]
+        return held_out_score(problem.loss, self.components_, self.term_counts_, theta,
+                              held_out)
 
     def top_words(self, vocabulary, n=10):
         """The ``n`` highest-weight terms of every topic, as lists of strings."""

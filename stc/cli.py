@@ -296,7 +296,10 @@ def build_parser():
 
     evaluate = command("evaluate", "score the model on DATA",
                        "MedSTC: accuracy and confusion matrix on DATA's labelled documents. "
-                       "STC: the objective of coding DATA and its held-out loss.")
+                       "STC: the objective of coding DATA, its reconstruction loss, and "
+                       "the document-completion score (STC.score: every second word of "
+                       "each document held out, the rest coded, the held-out words' "
+                       "log-likelihood per token).")
     evaluate.add_argument("model", metavar="MODEL", help="model file written by stc fit")
     evaluate.add_argument("data", metavar="DATA", help=DATA_HELP)
     _add_threads(evaluate)
@@ -577,14 +580,31 @@ def _run_evaluate(args):
         for name, row in zip(names, matrix):
             print(f"{name:<{width}}  " + "  ".join(f"{v:>{cell}}" for v in row))
         return EXIT_OK
-    objective = -model.score(X)
+    objective = model.objective(X)
     loss, words, unknown, zeros = _held_out_loss(model, X)
     print(f"objective: {objective:.6g} ({objective / max(X.shape[0], 1):.6g} per document)")
     print(f"held-out loss ({model.loss}): {loss:.6g} ({loss / max(words, 1):.6g} per word, "
           f"{int(words)} words of known terms; {int(unknown)} words of terms the model never "
           "saw left out)")
     print(f"word-code zeros: {zeros:.3f}")
+    print(_completion_line(model, X))
     return EXIT_OK
+
+
+def _completion_line(model, X):
+    """The model's `score` on X (document completion), as one line of `evaluate`."""
+    from stc.losses import get_loss
+
+    try:
+        score = model.score(X)
+    except ValueError as exc:
+        return f"document completion: not available ({exc})"
+    if get_loss(model.loss).score_kind == "multinomial":
+        return (f"document completion: {score:.6g} log-likelihood per held-out token "
+                f"(perplexity {np.exp(-score):.6g}; every second word of each document held "
+                "out, the rest coded)")
+    return (f"document completion: {score:.6g} minus the mean loss per held-out entry (every "
+            "second word of each document held out, the rest coded)")
 
 
 def _run_report(args):

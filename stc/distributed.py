@@ -165,6 +165,7 @@ class DaskTraining:
         offsets = np.cumsum([0] + [n for n, _, _ in summaries])
         self.n_docs = int(offsets[-1])
         corpus = np.sum([c for _, c, _ in summaries], axis=0)
+        self.term_counts = np.asarray(corpus, dtype=np.float64)  # the model's term_counts_
         if not corpus.sum() > 0:
             raise ValueError("X has no non-zero entry: every document is empty, so there is "
                              "nothing to learn topics from")

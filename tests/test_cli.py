@@ -142,7 +142,7 @@ def test_transform_writes_the_codes_python_computes(tmp_path, stc_model, svmligh
     assert np.array_equal(words.toarray(), model.word_codes(test.data).toarray())
 
 
-def test_evaluate_stc_gives_objective_and_held_out_loss(stc_model, svmlight_dir, newsgroups,
+def test_evaluate_stc_gives_objective_held_out_loss_and_completion_score(stc_model, svmlight_dir, newsgroups,
                                                         capsys):
     _, test = newsgroups
     status, out, _ = run(["evaluate", stc_model, svmlight_dir / "test.svm"], capsys)
@@ -150,7 +150,13 @@ def test_evaluate_stc_gives_objective_and_held_out_loss(stc_model, svmlight_dir,
     model = stc.load(stc_model)
     objective = float(re.search(r"^objective: (\S+)", out, re.M).group(1))
     loss = float(re.search(r"^held-out loss \(poisson\): (\S+)", out, re.M).group(1))
-    assert objective == pytest.approx(-model.score(test.data), rel=1e-5)
+    assert objective == pytest.approx(model.objective(test.data), rel=1e-5)
+    # the document-completion score (STC.score) and its perplexity
+    completion = re.search(r"^document completion: (\S+) log-likelihood per held-out token "
+                           r"\(perplexity (\S+);", out, re.M)
+    score = model.score(test.data)
+    assert float(completion.group(1)) == pytest.approx(score, rel=1e-5)
+    assert float(completion.group(2)) == pytest.approx(np.exp(-score), rel=1e-5)
     # Objective (2) = loss + lambda ||theta||^2 + sum_n (gamma ||s_n - theta||^2 + rho |s_n|_1)
     # over the words of terms the topics know (others are not coded): the printed loss
     # must be what is left of the objective after the penalties.

@@ -42,6 +42,7 @@ def test_batch_fit_matches_the_single_machine_fit(client, newsgroups):
     np.testing.assert_allclose(spread.objective_, local.objective_, rtol=1e-10)
     np.testing.assert_allclose(spread.components_, local.components_, rtol=1e-7, atol=1e-12)
     np.testing.assert_allclose(spread.transform(X), local.transform(X), rtol=1e-6, atol=1e-10)
+    np.testing.assert_array_equal(spread.term_counts_, local.term_counts_)  # for score
 
 
 def test_dask_input_errors(client, newsgroups):

@@ -75,6 +75,9 @@ cdef class CompiledLoss:
     # majorisation-minimisation step ("mm") applies to it.
     runs_in_kernel = True
     dictionary_method = "pg"
+    # What `STC.score` reports on held-out entries: "loss" (minus the mean loss per
+    # entry) or, for a model of counts, "multinomial" (the mean log-likelihood per token).
+    score_kind = "loss"
 
     def __cinit__(self):
         self.mean_lower = -INFINITY

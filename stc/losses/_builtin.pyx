@@ -94,6 +94,9 @@ cdef class PoissonLoss(CompiledLoss):
 
     name = "poisson"
     dictionary_method = "mm"  # Jensen's bound on -log(mean) gives the MM step (stc.dictionary)
+    # STC.score: held-out log-likelihood of the multinomial p(n | d) ~ theta_d . beta_n,
+    # the Poisson model of the counts given the document's length
+    score_kind = "multinomial"
 
     def __cinit__(self):
         self.mean_lower = 0.0

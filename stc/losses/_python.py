@@ -28,6 +28,9 @@ class PythonLoss:
     # gradient ("mm" is valid only for the Poisson deviance).
     runs_in_kernel = False
     dictionary_method = "pg"
+    # STC.score on held-out entries: "loss" (minus the mean loss per entry), or
+    # "multinomial" for a loss that models counts as the Poisson deviance does
+    score_kind = "loss"
 
     def loss(self, y, mean):
         raise NotImplementedError(f"{type(self).__name__} must implement loss(y, mean)")

@@ -1,0 +1,132 @@
+"""STC.score: document completion, a held-out score that compares hyper-parameters.
+
+The old score (minus objective (2)) contains the penalties, so a grid search
+on it always picked the smallest lambda_. The new one holds out every second
+stored entry of each document, codes the rest, and scores the held-out words:
+for counts, their mean log-likelihood per token under the multinomial
+p(n | d) = 0.99 theta_d . beta_n / sum_k theta_dk + 0.01 u_n (u: smoothed
+training term frequencies); otherwise minus the mean held-out loss.
+"""
+import copy
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.model_selection import GridSearchCV, KFold
+
+from stc import STC, MedSTC
+from stc.completion import BACKGROUND_WEIGHT, split_entries
+
+
+def alternate_halves(X):
+    """Observed and held-out halves, built entry by entry (an independent reference)."""
+    observed = sp.lil_matrix(X.shape)
+    held_out = sp.lil_matrix(X.shape)
+    for d in range(X.shape[0]):
+        row = X.getrow(d)
+        for position, (n, w) in enumerate(zip(row.indices, row.data)):
+            (held_out if position % 2 else observed)[d, n] = w
+    return observed.tocsr(), held_out.tocsr()
+
+
+@pytest.fixture(scope="module")
+def small(newsgroups):
+    train, test = newsgroups
+    X = train.data[::6]
+    model = STC(n_topics=4, max_iter=5, random_state=0).fit(X)
+    return model, test.data[::5]
+
+
+def test_split_alternates_the_entries_of_each_document(small):
+    _, X = small
+    observed, held_out = split_entries(X)
+    ref_observed, ref_held_out = alternate_halves(X)
+    assert (observed != ref_observed).nnz == 0 and (held_out != ref_held_out).nnz == 0
+    assert observed.nnz + held_out.nnz == X.nnz
+    assert np.array_equal((observed + held_out).toarray(), X.toarray())
+
+
+def test_score_is_the_held_out_multinomial_log_likelihood(small):
+    model, X = small
+    observed, held_out = alternate_halves(X)
+    theta = model.transform(observed)
+    beta = model.components_
+    counts = model.term_counts_
+    u = (counts + 1) / (counts.sum() + counts.size)
+    assert np.all(u > 0) and u.sum() == pytest.approx(1.0)
+    # the completion distribution of every document: a probability vector over the terms
+    mass = theta.sum(axis=1, keepdims=True)
+    topical = np.where(mass > 0, theta @ beta / np.where(mass > 0, mass, 1.0), u)
+    p = (1 - BACKGROUND_WEIGHT) * topical + BACKGROUND_WEIGHT * u
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-12)
+    H = held_out.tocoo()
+    expected = np.sum(H.data * np.log(p[H.row, H.col])) / H.data.sum()
+    assert model.score(X) == pytest.approx(expected, rel=1e-12)
+    assert expected < 0
+
+
+def test_term_counts_are_the_training_column_sums(newsgroups):
+    train, _ = newsgroups
+    X = train.data[:200]
+    batch = STC(n_topics=3, max_iter=2, random_state=0).fit(X)
+    np.testing.assert_array_equal(batch.term_counts_, np.asarray(X.sum(axis=0)).ravel())
+    online = STC(n_topics=3, random_state=0)
+    online.partial_fit(X[:120])
+    online.partial_fit(X[120:])
+    np.testing.assert_allclose(online.term_counts_, np.asarray(X.sum(axis=0)).ravel())
+
+
+def test_score_of_a_non_count_loss_is_minus_the_held_out_loss(newsgroups):
+    train, test = newsgroups
+    model = STC(n_topics=3, loss="gaussian", max_iter=3, random_state=0).fit(train.data[::8])
+    X = test.data[::7]
+    observed, held_out = alternate_halves(X)
+    theta = model.transform(observed)
+    H = held_out.tocoo()
+    means = np.sum(theta[H.row] * model.components_[:, H.col].T, axis=1)
+    expected = -np.mean(0.5 * (H.data - means) ** 2)
+    assert model.score(X) == pytest.approx(expected, rel=1e-12)
+
+
+def test_score_does_not_depend_on_the_thread_count(small):
+    model, X = small
+    one = model.set_params(n_jobs=1).score(X)
+    two = model.set_params(n_jobs=2).score(X)
+    model.set_params(n_jobs=None)
+    assert one == two
+
+
+def test_grid_search_over_lambda_no_longer_picks_the_smallest(newsgroups):
+    train, _ = newsgroups
+    X = train.data[::6]
+    grid = {"lambda_": [1e-3, 0.1, 10.0]}
+    estimator = STC(n_topics=5, max_iter=5, random_state=0)
+    folds = KFold(2, shuffle=True, random_state=0)
+    search = GridSearchCV(estimator, grid, cv=folds).fit(X)
+    scores = search.cv_results_["mean_test_score"]
+    assert np.all(np.isfinite(scores))
+    # measured: -9.77, -9.64, -9.66 (nats per held-out token): an interior optimum
+    assert search.best_params_["lambda_"] != 1e-3, scores
+    # the trap it replaces: minus the objective always picks the smallest lambda_
+    trap = GridSearchCV(estimator, grid, cv=folds,
+                        scoring=lambda model, X, y=None: -model.objective(X)).fit(X)
+    assert trap.best_params_["lambda_"] == 1e-3
+
+
+def test_medstc_scores_accuracy(newsgroups):
+    train, test = newsgroups
+    model = MedSTC(n_topics=3, max_iter=2, random_state=0).fit(train.data[::4],
+                                                               train.target[::4])
+    X, y = test.data[::4], test.target[::4]
+    assert model.score(X, y) == np.mean(model.predict(X) == y)
+
+
+def test_score_refuses_what_it_cannot_score(small):
+    model, X = small
+    single = sp.csr_matrix((np.ones(3), ([0, 1, 2], [0, 5, 9])), shape=(3, X.shape[1]))
+    with pytest.raises(ValueError, match="two or more stored entries"):
+        model.score(single)
+    old = copy.deepcopy(model)  # as a model file written before score used term_counts_
+    del old.term_counts_
+    with pytest.raises(ValueError, match="term_counts_"):
+        old.score(X)

@@ -133,7 +133,10 @@ class Problem:
     def representable(self):
         """False if the minimiser or its mean is beyond what a double holds."""
         if self.B == 0:
-            return True
+            # h = const + quad x^2 + lin x: its minimiser -lin / (2 quad) can pass the
+            # largest double (lin = -1e291, quad = 1e-18: 5e308), where the solvers' inf is
+            # the rounded answer; such problems are skipped like those below
+            return -self.L / (2 * self.Q) < MP.mpf(1e280)
         lower, _ = self.domain
         zero_inside = lower is None or self.M > lower
         if zero_inside and self.slope(0) >= 0:

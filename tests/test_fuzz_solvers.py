@@ -13,7 +13,8 @@ itself evaluated with mpmath at 200 bits: h' must change sign within a
 relative 1e-9 of the returned x (plus the rounding that evaluating h' in
 doubles allows at x), or h'(0) >= 0 where x = 0 (Proposition 1). Problems
 whose answer a double cannot hold (a minimiser beyond 1e280, or a mean that
-underflows) are skipped, not solved.
+underflows, or a minimiser below 1e-300, which only a subnormal double could hold)
+are skipped, not solved.
 
 Sizes: tests/fuzz_profile.py (short by default; STC_FUZZ=long via tools/fuzz.py).
 """
@@ -141,6 +142,12 @@ class Problem:
         zero_inside = lower is None or self.M > lower
         if zero_inside and self.slope(0) >= 0:
             return True  # the answer is 0
+        tiny = MP.mpf(1e-300)
+        if self.inside(self.M + self.B * tiny) and self.slope(tiny) > 0:
+            # the minimiser is below 1e-300: a subnormal (or zero) double, which cannot
+            # hold it to the relative accuracy checked (y = 0, b = 1e158, mean_rest = 0,
+            # quad = 1, lin = -1 gives 1/(b^2 + 2) = 1e-316)
+            return False
         big = MP.mpf(1e280)
         if not self.inside(self.M + self.B * big) or self.slope(big) > 0:
             # the minimiser is below 1e280 (or the domain ends first); its mean must not underflow

@@ -467,8 +467,8 @@ def grid_points(grid, K):
     points.append(medstc_defaults)
     points += [dict(model="medstc-recoded", K=K, topics_of=medstc_defaults, rho=rho,
                     rho_units="relative", label="") for rho in grid["recoded_rho"]]
-    for penalty in grid["theta_penalties"]:
-        for lambda_ in grid["stc_lambda"]:
+    for lambda_ in grid["stc_lambda"]:  # the l1 penalty at the first lambda_ first
+        for penalty in grid["theta_penalties"]:
             if (lambda_, penalty) != (first_lambda, first_penalty):
                 points += [stc(rho, lambda_, penalty) for rho in grid["stc_rho"]]
     return points

@@ -28,6 +28,11 @@ ONLINE_PARAMETERS = ("learning_method", "batch_size", "learning_decay", "learnin
                      "n_passes")
 
 
+def writable(array):
+    """``array`` as a writable C-contiguous float64 array (a copy only if it is not one)."""
+    return np.require(array, dtype=np.float64, requirements=["C", "W"])
+
+
 def initial_dictionary(X, n_topics, random_state, docs_per_topic=5, corpus_share=0.2):
     """Distinct starting topics, seeded by ``random_state``.
 
@@ -191,8 +196,9 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         (see ``partial_fit``). Memory grows with the batch, not the corpus.
         Online learning needs the Poisson loss (its MM dictionary step).
         ``fit`` of a dask array of CSR row blocks (the ``[dask]`` extra) runs
-        batch learning on the current dask.distributed client: workers code
-        their blocks and return only the dictionary step's sums.
+        on the current dask.distributed client, in either mode: workers code
+        their blocks (online: one slice of each per mini-batch) and return
+        only the dictionary step's sums.
     batch_size : int, default=256
         Documents per mini-batch (online learning, ``fit_stream`` excepted:
         there the batches come as given).
@@ -344,9 +350,9 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.effective_rho_ = float(problem.rho)
         return problem
 
-    def _validate_X(self, X, reset, loss):
+    def _validate_X(self, X, reset, loss, copy=True):
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset)
-        return as_count_matrix(sp.csr_matrix(X), loss)
+        return as_count_matrix(sp.csr_matrix(X, copy=False), loss, copy=copy)
 
     @property
     def _n_features_out(self):
@@ -371,9 +377,11 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             self._fit_dask(X, self._coding_problem())
             self.fit_time_ = time.perf_counter() - start
             return self
-        if self.learning_method == "online":
+        online = self.learning_method == "online"
+        if online:
             check_online_loss(loss)
-        X = self._validate_X(X, reset=True, loss=loss)
+        # Online learning reads X batch by batch: X in the counts' layout is not copied.
+        X = self._validate_X(X, reset=True, loss=loss, copy=not online)
         check_training_corpus(X)
         problem = self._set_count_scale(X)
         if self.learning_method == "online":
@@ -401,14 +409,14 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         """Batch learning on the current dask.distributed client (see `stc.distributed`)."""
         from stc.distributed import DaskProgress, DaskTraining, current_client
 
-        if self.learning_method != "batch":
-            raise ValueError("a dask array is fitted with learning_method='batch' only; for "
-                             "online learning pass its blocks to fit_stream")
         if not (problem.loss.runs_in_kernel and problem.loss.dictionary_method == "mm"):
             raise ValueError("fitting a dask array needs the Poisson loss (the MM dictionary "
                              "step, whose sufficient statistics the workers return)")
         client = current_client()
         self._forget_online_state()
+        if self.learning_method == "online":
+            self._fit_dask_online(client, X, problem)
+            return
         training = DaskTraining(client, X, problem, self.n_topics, self.random_state,
                                 self.n_jobs)
         self.n_features_in_ = X.shape[1]
@@ -426,6 +434,30 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.n_iter_ = len(objective)
         self.interrupted_ = interrupted
         warn_if_unfinished(self, converged, interrupted, training.capped_documents)
+
+    def _fit_dask_online(self, client, X, problem):
+        """Online learning on the current dask.distributed client (`DaskOnlineTraining`)."""
+        from stc.distributed import DaskOnlineTraining
+
+        training = DaskOnlineTraining(
+            client, X, problem, self.n_topics, self.random_state, self.n_jobs,
+            batch_size=self.batch_size, learning_offset=self.learning_offset,
+            learning_decay=self.learning_decay, max_steps=self.dictionary_max_iter)
+        self.n_features_in_ = X.shape[1]
+        progress = (OnlineProgressPrinter(self.n_passes, training.n_rounds,
+                                          every_batch=self.verbose >= 2)
+                    if self.verbose else None)
+        with StopRequest() as stop:
+            pass_objectives, capped, interrupted = training.run(self.n_passes, progress, stop)
+        self.components_ = training.beta
+        self.online_responsibilities_ = training.statistics.responsibilities
+        self.online_code_sums_ = training.statistics.code_sums
+        self._online_multipliers = training.statistics.multipliers
+        self.n_batch_iter_ = training.n_batch_iter
+        self.objective_ = np.asarray(pass_objectives)
+        self.n_iter_ = len(pass_objectives)
+        self.interrupted_ = interrupted
+        warn_if_unfinished(self, True, interrupted, capped)
 
     # ---- online learning
 
@@ -509,12 +541,15 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         """One mini-batch: code it, take the stochastic dictionary step; returns its outcome."""
         if not hasattr(self, "components_"):
             self.components_ = initial_dictionary(X, self.n_topics, rng)
-        self.components_ = introduce_new_terms(self.components_, X)
+        # Updated in place from here on (a loaded model's arrays are copied once if
+        # they are not writable C-contiguous float64).
+        self.components_ = introduce_new_terms(writable(self.components_), X)
         self.term_counts_ = getattr(self, "term_counts_", 0.0) + np.bincount(
             X.indices, weights=X.data, minlength=X.shape[1])
         statistics = None
         if hasattr(self, "online_responsibilities_"):
-            statistics = OnlineStatistics(self.online_responsibilities_, self.online_code_sums_,
+            statistics = OnlineStatistics(writable(self.online_responsibilities_),
+                                          writable(self.online_code_sums_),
                                           getattr(self, "_online_multipliers", None))
         self.n_batch_iter_ = getattr(self, "n_batch_iter_", 0) + 1
         rho = learning_rate(self.n_batch_iter_, self.learning_offset, self.learning_decay)

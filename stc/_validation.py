@@ -117,13 +117,25 @@ def validate_params(params, constraints, owner):
             raise ValueError(f"{owner}: {name} must be {accepted}, got {value!r}")
 
 
-def as_count_matrix(X, loss, name="X"):
+def is_count_matrix_layout(X):
+    """True if X is already CSR float64 with sorted unique int32 indices and no stored zero."""
+    return (sp.issparse(X) and X.format == "csr" and X.dtype == np.float64
+            and X.indices.dtype == np.int32 and X.indptr.dtype == np.int32
+            and X.has_canonical_format and not (X.nnz and np.any(X.data == 0)))
+
+
+def as_count_matrix(X, loss, name="X", copy=True):
     """CSR float64 with sorted int32 indices, no stored zeros, values checked.
 
     Refuses negative, NaN and infinite entries (ValueError); the loss may
-    refuse further values (e.g. the Bernoulli loss anything above 1).
+    refuse further values (e.g. the Bernoulli loss anything above 1). With
+    ``copy=False``, an X already in that layout is checked and returned
+    as it is (online learning: no corpus-sized copy); any other X is copied.
     """
-    X = sp.csr_matrix(X, dtype=np.float64, copy=True) if sp.issparse(X) else X
+    if not copy and is_count_matrix_layout(X):
+        X = sp.csr_matrix(X, copy=False)
+    else:
+        X = sp.csr_matrix(X, dtype=np.float64, copy=True) if sp.issparse(X) else X
     if not sp.issparse(X):
         raise TypeError(f"{name} must be converted by check_array first")
     X.sum_duplicates()

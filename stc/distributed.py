@@ -1,4 +1,7 @@
-"""Batch STC on a Dask cluster: `STC.fit` of a dask array of CSR row blocks (``stc[dask]``).
+"""STC on a Dask cluster: `STC.fit` of a dask array of CSR row blocks (``stc[dask]``).
+
+Batch learning (`DaskTraining`) and online learning (`DaskOnlineTraining`,
+described at its class).
 
 Each row block (partition) of the corpus stays on the worker that holds it,
 with its word codes, document codes and means: the (nnz, K) codes never
@@ -20,6 +23,8 @@ agree with ``fit`` on the whole matrix up to floating-point reduction order.
 Partitions are updated in place on their worker: a worker lost during the
 fit fails it (Dask cannot recompute a partition's codes).
 """
+from types import SimpleNamespace
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -60,8 +65,19 @@ class Partition:
         self.X = as_count_matrix(sp.csr_matrix(block, dtype=np.float64), loss)
         if self.X.shape[1] != n_features:
             raise ValueError(f"a block has {self.X.shape[1]} columns, expected {n_features}")
-        self.layout = CorpusLayout(self.X)
+        self._layout = None
         self.codes = self.theta = self.means = None
+        # online learning: the row order of the current pass, the slice of
+        # rows coded next and the coded slice (its word codes, until the next)
+        self._order = (None, None)
+        self.pending = self.coded = None
+
+    @property
+    def layout(self):
+        """X's entries by term (batch learning's dictionary step); built when first needed."""
+        if self._layout is None:
+            self._layout = CorpusLayout(self.X)
+        return self._layout
 
     def summary(self):
         """(documents, term totals, row of each non-empty document)."""
@@ -143,24 +159,28 @@ class DaskProgress:
               file=sys.stderr, flush=True)
 
 
+def _partitions(client, X, loss):
+    """Futures of the `Partition` of every row block of dask array ``X``, in row order."""
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D, got {X.ndim} dimensions")
+    if len(X.chunks[1]) != 1:
+        raise ValueError("the dask array must be split into row blocks only (one chunk "
+                         f"across its {X.shape[1]} columns): rechunk with "
+                         "X.rechunk({1: -1})")
+    blocks = client.compute(list(X.to_delayed().ravel()))
+    return [client.submit(_prepare, block, loss, X.shape[1], pure=False) for block in blocks]
+
+
 class DaskTraining:
     """The partitions of one fit and the steps of `stc.training.alternate` on them."""
 
     def __init__(self, client, X, problem, n_topics, random_state, n_jobs):
         from stc._stc import dictionary_from_draws, initial_dictionary_draws
 
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-D, got {X.ndim} dimensions")
-        if len(X.chunks[1]) != 1:
-            raise ValueError("the dask array must be split into row blocks only (one chunk "
-                             f"across its {X.shape[1]} columns): rechunk with "
-                             "X.rechunk({1: -1})")
         self.client, self.problem, self.n_jobs = client, problem, n_jobs
         self.loss = problem.loss
         n_features = X.shape[1]
-        blocks = client.compute(list(X.to_delayed().ravel()))
-        self.parts = [client.submit(_prepare, block, self.loss, n_features, pure=False)
-                      for block in blocks]
+        self.parts = _partitions(client, X, self.loss)
         summaries = client.gather([client.submit(_summary, p) for p in self.parts])
         offsets = np.cumsum([0] + [n for n, _, _ in summaries])
         self.n_docs = int(offsets[-1])
@@ -236,3 +256,263 @@ class DaskTraining:
                 break
         self.beta = beta
         return value
+
+
+# ---- online learning on the cluster
+
+def online_entropy(random_state):
+    """The seed of the partitions' row orders, from ``random_state`` (an int is used as is)."""
+    import numbers
+
+    from sklearn.utils import check_random_state
+
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return int(random_state)
+    return int(check_random_state(random_state).randint(2 ** 31 - 1))
+
+
+def partition_order(n_rows, entropy, pass_number, partition_index):
+    """The order in which a partition's rows are visited in one pass of online learning."""
+    return np.random.default_rng([entropy, pass_number, partition_index]).permutation(n_rows)
+
+
+def round_rows(n_rows, n_rounds, round_index):
+    """(start, stop) of a partition's share of round ``round_index`` in its row order.
+
+    Every round takes about n_rows / n_rounds rows from every partition, so a
+    round's batch is spread over the partitions in proportion to their size.
+    """
+    return (round_index * n_rows) // n_rounds, ((round_index + 1) * n_rows) // n_rounds
+
+
+def _n_rows(partition):
+    return partition.X.shape[0]
+
+
+def _online_select(partition, entropy, pass_number, partition_index, n_rounds, round_index):
+    """Make the partition's rows of one round its pending slice.
+
+    Returns what the client needs before coding it: (rows, terms, their
+    token counts, rows of the non-empty documents). The slice is kept with
+    its columns renumbered over its own terms (`BatchLayout`'s numbering).
+    """
+    key = (entropy, pass_number)
+    if partition._order[0] != key:
+        partition._order = (key, partition_order(partition.X.shape[0], entropy, pass_number,
+                                                 partition_index))
+    start, stop = round_rows(partition.X.shape[0], n_rounds, round_index)
+    X = partition.X[partition._order[1][start:stop]]
+    present = np.bincount(X.indices, minlength=X.shape[1]) > 0
+    terms = np.flatnonzero(present)
+    counts = np.bincount(X.indices, weights=X.data, minlength=X.shape[1])[terms]
+    position = np.cumsum(present, dtype=np.intc) - 1
+    compact = sp.csr_matrix((X.data, position[X.indices], X.indptr.astype(np.intc)),
+                            shape=(X.shape[0], terms.size))
+    partition.pending = (compact, terms)
+    return X.shape[0], terms, counts, np.flatnonzero(np.diff(X.indptr) > 0)
+
+
+def _online_row_sums(partition, rows_per_draw):
+    """Term sums of the given rows of the pending slice, one (N,) array per draw."""
+    X, terms = partition.pending
+    sums = []
+    for rows in rows_per_draw:
+        total = np.zeros(partition.X.shape[1])
+        total[terms] = np.asarray(X[rows].sum(axis=0)).ravel()
+        sums.append(total)
+    return sums
+
+
+def _online_code(partition, problem, beta_columns, n_jobs, next_selection, keep_codes):
+    """Code the pending slice with its topic columns; select the next slice.
+
+    Returns (plain, weighted, `stc.online.BatchOutcome`, seconds spent coding,
+    the next slice's `_online_select` result or None). With ``keep_codes`` the
+    slice's word codes stay on the worker for the further MM steps of the round.
+    """
+    import time
+
+    from stc.online import BatchOutcome, code_batch
+
+    X, terms = partition.pending
+    start = time.perf_counter()
+    if X.shape[0]:
+        partition.coded = code_batch(problem, X, beta_columns, n_jobs)
+        plain, weighted, outcome = (partition.coded.plain, partition.coded.weighted,
+                                    partition.coded.outcome)
+        partition.coded.plain = partition.coded.weighted = None
+        if not keep_codes:
+            partition.coded = None
+    else:
+        partition.coded = None
+        plain = weighted = np.zeros((0, beta_columns.shape[0]))
+        outcome = BatchOutcome(0.0, 0, 0)
+    busy = time.perf_counter() - start
+    following = (None if next_selection is None
+                 else _online_select(partition, *next_selection))
+    return plain, weighted, outcome, busy, following
+
+
+def _online_sums_at(partition, loss, beta_columns, n_jobs):
+    """The coded slice's MM weighted sums at other topic columns, and the seconds spent."""
+    import time
+
+    start = time.perf_counter()
+    if partition.coded is None:
+        return np.zeros((0, beta_columns.shape[0])), 0.0
+    sums = partition.coded.sums_at(loss, beta_columns, n_jobs)
+    return sums, time.perf_counter() - start
+
+
+class DaskOnlineTraining:
+    """Online learning (`stc.online`) over the partitions of a dask array.
+
+    The partitions stay on their workers. Each pass visits every partition's
+    rows in an order drawn from ``random_state`` (`partition_order`); round
+    r of ceil(D / batch_size) rounds takes rows `round_rows` of every
+    partition, so the round's mini-batch is the concatenation of those
+    slices, in partition order. Per round:
+
+    * the client holds the topics beta and the running statistics (K x N);
+      each worker gets the topic columns of its slice's terms only (its
+      slice's terms came back with the previous round's answer);
+    * each worker codes its slice cold with the compiled kernel and returns
+      its MM sums over its slice's terms, then selects its next slice; the
+      slice's word codes stay on the worker for the round's further MM steps
+      (`dictionary_max_iter`), each of which sends the new columns and gathers
+      the sums at them;
+    * the client adds the sums up per term (in partition order) and takes
+      the stochastic dictionary step (`stc.online.stochastic_dictionary_step`).
+
+    The arithmetic is `STC.fit_stream` over those mini-batches: the learned
+    topics agree with it up to floating-point reduction order (a test checks
+    it). The first round's documents give the initial topics, drawn as
+    `stc._stc.initial_dictionary` draws them (only the chosen documents' term
+    sums travel). Memory on a worker: its partition, the row order of the
+    current pass and one slice's word codes; on the client: three K x N
+    arrays and one round's sums.
+    """
+
+    def __init__(self, client, X, problem, n_topics, random_state, n_jobs, *, batch_size,
+                 learning_offset, learning_decay, max_steps):
+        from sklearn.utils import check_random_state
+
+        self.client, self.problem, self.n_jobs = client, problem, n_jobs
+        self.n_topics, self.max_steps = n_topics, max_steps
+        self.learning_offset, self.learning_decay = learning_offset, learning_decay
+        self.n_features = X.shape[1]
+        self.parts = _partitions(client, X, problem.loss)
+        self.sizes = client.gather([client.submit(_n_rows, p) for p in self.parts])
+        self.n_docs = int(sum(self.sizes))
+        if self.n_docs == 0:
+            raise ValueError("X has no document to learn from")
+        self.n_rounds = max(1, -(-self.n_docs // batch_size))
+        self.entropy = online_entropy(random_state)
+        self.rng = check_random_state(random_state)
+        self.beta = self.statistics = None
+        self.n_batch_iter = 0
+        self.busy_seconds = np.zeros(len(self.parts))  # time inside the kernels, per partition
+
+    def _selection(self, pass_number, round_index):
+        return [(self.entropy, pass_number, i, self.n_rounds, round_index)
+                for i in range(len(self.parts))]
+
+    def _initial_topics(self, selected, counts):
+        from stc._stc import dictionary_from_draws, initial_dictionary_draws
+
+        offsets = np.cumsum([0] + [rows for rows, _, _, _ in selected])
+        nonempty = np.concatenate([s[3] + offsets[i] for i, s in enumerate(selected)])
+        if not counts.sum() > 0:
+            raise ValueError("the first mini-batch has no non-zero entry: every document is "
+                             "empty, so there is nothing to learn topics from")
+        draws = initial_dictionary_draws(nonempty, self.n_features, self.n_topics, self.rng)
+        requests = [[np.sort(docs[(docs >= offsets[i]) & (docs < offsets[i + 1])]) - offsets[i]
+                     for docs, _ in draws] for i in range(len(self.parts))]
+        partial = self.client.gather([self.client.submit(_online_row_sums, p, r, pure=False)
+                                      for p, r in zip(self.parts, requests)])
+        sums = [np.sum([partial[i][k] for i in range(len(self.parts))], axis=0)
+                for k in range(len(draws))]
+        return dictionary_from_draws(counts, draws, sums, self.n_topics)
+
+    def _round(self, selected, following):
+        """Code one round's slices and take the dictionary step; returns (outcome, next)."""
+        from stc.online import (BatchOutcome, introduce_terms_by_count, learning_rate,
+                                stochastic_dictionary_step)
+
+        client = self.client
+        counts = np.zeros(self.n_features)
+        for _, terms, term_counts, _ in selected:
+            counts[terms] += term_counts
+        if self.beta is None:
+            self.beta = self._initial_topics(selected, counts)
+        introduce_terms_by_count(self.beta, counts)
+        union = np.flatnonzero(counts > 0)
+        positions = [np.searchsorted(union, terms) for _, terms, _, _ in selected]
+        results = client.gather([
+            client.submit(_online_code, part, self.problem,
+                          np.take(self.beta, s[1], axis=1), self.n_jobs, nxt,
+                          self.max_steps > 1, pure=False)
+            for part, s, nxt in zip(self.parts, selected, following)])
+        plain = np.zeros((union.size, self.n_topics))
+        weighted = np.zeros((union.size, self.n_topics))
+        for (p_sums, w_sums, _, busy, _), where, i in zip(results, positions,
+                                                          range(len(results))):
+            plain[where] += p_sums
+            weighted[where] += w_sums
+            self.busy_seconds[i] += busy
+
+        def sums_at(columns):
+            answers = client.gather([
+                client.submit(_online_sums_at, part, self.problem.loss,
+                              np.take(columns, where, axis=1), self.n_jobs, pure=False)
+                for part, where in zip(self.parts, positions)])
+            total = np.zeros((union.size, self.n_topics))
+            for i, ((sums, busy), where) in enumerate(zip(answers, positions)):
+                total[where] += sums
+                self.busy_seconds[i] += busy
+            return total
+
+        n_docs = sum(rows for rows, _, _, _ in selected)
+        self.n_batch_iter += 1
+        rho = learning_rate(self.n_batch_iter, self.learning_offset, self.learning_decay)
+        self.statistics = stochastic_dictionary_step(
+            self.beta, self.statistics, rho, n_docs, union,
+            SimpleNamespace(plain=plain, weighted=weighted), sums_at,
+            max_steps=self.max_steps, n_jobs=self.n_jobs)
+        outcome = BatchOutcome(sum(r[2].objective for r in results), n_docs,
+                               sum(r[2].capped_documents for r in results))
+        return outcome, [r[4] for r in results]
+
+    def run(self, n_passes, progress=None, stop=None):
+        """``n_passes`` passes; returns (objective per pass, capped documents, interrupted)."""
+        client = self.client
+        selected = client.gather([client.submit(_online_select, p, *sel, pure=False)
+                                  for p, sel in zip(self.parts, self._selection(1, 0))])
+        pass_objectives, capped = [], 0
+        for pass_number in range(1, n_passes + 1):
+            total = 0.0
+            for round_index in range(self.n_rounds):
+                if round_index + 1 < self.n_rounds:
+                    following = self._selection(pass_number, round_index + 1)
+                elif pass_number < n_passes:
+                    following = self._selection(pass_number + 1, 0)
+                else:
+                    following = [None] * len(self.parts)
+                if sum(s[0] for s in selected) == 0:  # a round without documents
+                    selected = client.gather([
+                        client.submit(_online_select, p, *sel, pure=False)
+                        for p, sel in zip(self.parts, following) if sel is not None])
+                    continue
+                outcome, selected = self._round(selected, following)
+                total += outcome.objective
+                capped += outcome.capped_documents
+                if progress is not None:
+                    progress(pass_number, round_index + 1, outcome)
+                if stop is not None and stop.requested:
+                    break
+            pass_objectives.append(total)
+            if progress is not None:
+                progress.end_pass(pass_number, self.n_rounds, total)
+            if stop is not None and stop.requested:
+                break
+        return pass_objectives, capped, bool(stop is not None and stop.requested)

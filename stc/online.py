@@ -22,7 +22,10 @@ weight rho_t = (learning_offset + t) ** -learning_decay:
 and the topics are the exact simplex-constrained minimiser A / (C + nu).
 Within a batch, ``max_steps`` MM steps re-majorise the batch's part at the
 new topics (the past batches' part stays fixed). A, C and beta are (K, N):
-nothing grows with the corpus.
+nothing grows with the corpus. They are updated in place, and the batch's
+sums are formed over the terms the batch contains only (`BatchLayout`), so a
+step allocates no (K, N) array: its temporaries are (K, terms of the batch)
+and the batch's word codes (nnz of the batch, K).
 
 The running statistics start from the initial topics as if they were a
 fixed point (A = beta c0, C = c0, with c0 the first batch's average code
@@ -39,6 +42,7 @@ not on how small beta_kn is).
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from stc._core._sparse_ops import mm_statistics, word_code_sums
 from stc.coding import code_new_documents
@@ -66,19 +70,38 @@ def check_online_loss(loss):
 
 
 def introduce_new_terms(beta, X):
-    """``beta`` with the terms of batch ``X`` that no topic has weight for yet given some.
+    """Give the terms of batch ``X`` that no topic has weight for yet some, in place.
 
     Such a term n gets NEW_TERM_SHARE times its share of the batch's tokens in
-    every topic, and the rows are rescaled onto the simplex. Returns ``beta``
-    itself when the batch brings no new term.
+    every topic, and the rows are rescaled onto the simplex. Returns ``beta``.
     """
-    counts = np.bincount(X.indices, weights=X.data, minlength=beta.shape[1])
+    return introduce_terms_by_count(
+        beta, np.bincount(X.indices, weights=X.data, minlength=beta.shape[1]))
+
+
+def introduce_terms_by_count(beta, counts):
+    """`introduce_new_terms` given the batch's token count of every term, (N,)."""
     new = (counts > 0) & ~(beta.sum(axis=0) > 0)
-    if not np.any(new):
-        return beta
-    beta = beta.copy()
-    beta[:, new] = NEW_TERM_SHARE * counts[new] / counts.sum()
-    return beta / beta.sum(axis=1, keepdims=True)
+    if np.any(new):
+        beta[:, new] = NEW_TERM_SHARE * counts[new] / counts.sum()
+        beta /= beta.sum(axis=1, keepdims=True)
+    return beta
+
+
+class BatchLayout(CorpusLayout):
+    """`CorpusLayout` of a batch over the terms it contains (``terms``, sorted columns).
+
+    Its term-by-term sums are (terms of the batch, K) instead of (N, K): a
+    batch of 1000 newsgroup posts holds about a third of 20 Newsgroups' terms.
+    """
+
+    def __init__(self, X):
+        present = np.bincount(X.indices, minlength=X.shape[1]) > 0
+        self.terms = np.flatnonzero(present)
+        position = np.cumsum(present, dtype=np.intc) - 1
+        compact = sp.csr_matrix((X.data, position[X.indices], X.indptr),
+                                shape=(X.shape[0], self.terms.size), copy=False)
+        super().__init__(compact)
 
 
 @dataclass
@@ -90,9 +113,13 @@ class OnlineStatistics:
     multipliers: np.ndarray = None  # nu of the last step (K,): Newton's start for the next
 
     @classmethod
-    def at_fixed_point(cls, beta, batch_code_sums):
-        """Statistics for which ``beta`` is the MM minimiser, at the batch's code mass."""
-        level = batch_code_sums.sum(axis=1, keepdims=True) / beta.shape[1]
+    def at_fixed_point(cls, beta, topic_mass):
+        """Statistics for which ``beta`` is the MM minimiser, at a code mass per topic.
+
+        ``topic_mass`` (K,) is the first batch's average code mass per
+        document, sum_n sum_j s_jk / n_docs; it is spread evenly over the terms.
+        """
+        level = np.asarray(topic_mass, dtype=np.float64)[:, None] / beta.shape[1]
         level = np.where(level > 0, level, 1.0)  # a topic unused in the batch
         code_sums = np.repeat(level, beta.shape[1], axis=1)
         return cls(beta * code_sums, code_sums, np.full(beta.shape[0], np.nan))
@@ -107,56 +134,130 @@ class BatchOutcome:
     capped_documents: int
 
 
-def simplex_minimiser(beta, responsibilities, code_sums, multipliers=None, n_jobs=None):
+def simplex_minimiser(beta, responsibilities, code_sums, multipliers=None, n_jobs=None,
+                      out=None):
     """The topics minimising sum_n (C_kn beta_kn - A_kn log beta_kn) on the simplex.
 
     beta_kn = A_kn / (C_kn + nu_k) (or the exact minimiser's other case, see
     `stc._core._simplex.mm_update_rows`); a topic with A = 0 keeps its row of
     ``beta``. ``multipliers`` (K,), if given, holds start values for nu (NaN:
     none) and receives the new ones: from batch to batch nu changes little,
-    so Newton then needs a few iterations instead of dozens.
+    so Newton then needs a few iterations instead of dozens. ``out`` (may be
+    ``beta``) receives the result.
     """
     if multipliers is None:
         multipliers = np.full(responsibilities.shape[0], np.nan)
     return mm_minimiser_rows(np.ascontiguousarray(beta), np.ascontiguousarray(responsibilities),
-                             np.ascontiguousarray(code_sums), multipliers, 100, n_jobs)
+                             np.ascontiguousarray(code_sums), multipliers, 100, n_jobs, out)
+
+
+@dataclass
+class CodedBatch:
+    """A coded batch and its MM sums over the terms it contains (`BatchLayout`)."""
+
+    layout: BatchLayout
+    codes: np.ndarray     # word codes (nnz of the batch, K)
+    plain: np.ndarray     # (terms, K): sum_j s_jk over the term's entries j
+    weighted: np.ndarray  # (terms, K): sum_j s_jk y_j / mean_j
+    outcome: BatchOutcome
+
+    def sums_at(self, loss, beta_columns, n_jobs=None):
+        """The weighted sums at other topics, given as their (K, terms) columns."""
+        layout = self.layout
+        return mm_statistics(loss, layout.col_ptr, layout.col_entries, layout.data, self.codes,
+                             np.ascontiguousarray(beta_columns.T), n_jobs)[1]
+
+
+def code_batch(problem, X, beta, n_jobs=None):
+    """Code CSR batch ``X`` with ``beta`` (cold start); return a `CodedBatch`.
+
+    ``beta`` may be the topics (K, N), or their columns for the batch's terms
+    only (K, terms) with ``X``'s columns numbered accordingly: coding reads
+    the topic weights of a document's own words only.
+    """
+    _, codes, result = code_new_documents(problem, X, beta, keep_word_codes=True,
+                                          n_jobs=n_jobs)
+    capped = (int(np.count_nonzero(result.n_iter >= problem.max_iter))
+              if problem.max_iter else 0)
+    outcome = BatchOutcome(float(np.sum(result.objective)), X.shape[0], capped)
+    layout = BatchLayout(X)
+    ratio = np.divide(layout.data, result.means, out=np.zeros_like(result.means),
+                      where=result.means > 0)
+    plain, weighted = word_code_sums(layout.col_ptr, layout.col_entries, codes, ratio, n_jobs,
+                                     with_plain=True)
+    return CodedBatch(layout, codes, plain, weighted, outcome)
+
+
+def stochastic_dictionary_step(beta, statistics, rho, n_docs, terms, sums, sums_at,
+                               *, max_steps=3, n_jobs=None):
+    """The online dictionary step from a batch's sums over its ``terms``; in place.
+
+    ``sums`` holds the batch's MM sums at ``beta`` as attributes ``plain`` and
+    ``weighted``, (len(terms), K) each (a `CodedBatch`); the step takes them
+    and sets both attributes to None, so that they are freed once used.
+    ``n_docs`` is the batch's number of documents; ``statistics`` an
+    `OnlineStatistics` or None (first batch: started at ``beta``).
+    ``sums_at(columns)`` returns the batch's weighted sums at topics whose
+    (K, len(terms)) columns are given (for the MM steps after the first).
+    ``beta`` (C-contiguous float64) and the statistics are updated in place.
+    Returns the statistics.
+    """
+    n_docs = max(n_docs, 1)
+    plain, weighted = sums.plain, sums.weighted
+    sums.plain = sums.weighted = None
+    if statistics is None:
+        statistics = OnlineStatistics.at_fixed_point(beta, plain.sum(axis=0) / n_docs)
+    if statistics.multipliers is None:
+        statistics.multipliers = np.full(beta.shape[0], np.nan)
+    responsibilities, code_sums = statistics.responsibilities, statistics.code_sums
+    # The past's weight falls to 1 - rho (in place: no (K, N) temporary); the
+    # batch's part lives on its terms only. np.take along the terms is several
+    # times faster than fancy indexing; products run on contiguous (K, terms)
+    # copies of the (terms, K) sums, each freed as soon as it is used.
+    responsibilities *= 1.0 - rho
+    code_sums *= 1.0 - rho
+    # A and C scaled by 1 - rho scale the multiplier nu alike: Newton's start
+    statistics.multipliers *= 1.0 - rho
+    batch_sums = np.ascontiguousarray(plain.T)
+    del plain
+    batch_sums /= n_docs
+    batch_sums *= rho
+    batch_sums += np.take(code_sums, terms, axis=1)
+    code_sums[:, terms] = batch_sums
+    del batch_sums
+    kept_responsibilities = (np.take(responsibilities, terms, axis=1) if max_steps > 1
+                             else None)
+    for step in range(max_steps):
+        weighted_rows = np.ascontiguousarray(weighted.T)
+        del weighted
+        batch_part = np.take(beta, terms, axis=1)
+        batch_part *= weighted_rows
+        del weighted_rows
+        batch_part *= rho / n_docs
+        batch_part += (kept_responsibilities if kept_responsibilities is not None
+                       else np.take(responsibilities, terms, axis=1))
+        responsibilities[:, terms] = batch_part
+        del batch_part
+        simplex_minimiser(beta, responsibilities, code_sums, statistics.multipliers, n_jobs,
+                          out=beta)
+        if step + 1 < max_steps:
+            # The batch's sums at the new topics, for the next MM step.
+            weighted = sums_at(np.take(beta, terms, axis=1))
+    return statistics
 
 
 def learn_from_batch(problem, X, beta, statistics, rho, *, max_steps=3, n_jobs=None):
     """Code CSR batch ``X`` with ``beta``, then take the stochastic dictionary step.
 
     ``statistics`` is an `OnlineStatistics` or None (first batch: started at
-    ``beta``). Returns (new beta, new statistics, `BatchOutcome`).
+    ``beta``). ``beta`` (C-contiguous float64) and ``statistics`` are updated
+    in place. Returns (beta, statistics, `BatchOutcome`).
     """
-    loss = problem.loss
-    _, codes, result = code_new_documents(problem, X, beta, keep_word_codes=True,
-                                          n_jobs=n_jobs)
-    capped = (int(np.count_nonzero(result.n_iter >= problem.max_iter))
-              if problem.max_iter else 0)
-    outcome = BatchOutcome(float(np.sum(result.objective)), X.shape[0], capped)
-    n_docs = max(X.shape[0], 1)
-    layout = CorpusLayout(X)
-    ratio = np.divide(layout.data, result.means, out=np.zeros_like(result.means),
-                      where=result.means > 0)
-    plain, weighted = word_code_sums(layout.col_ptr, layout.col_entries, codes, ratio, n_jobs,
-                                     with_plain=True)
-    batch_code_sums = plain.T / n_docs
-    if statistics is None:
-        statistics = OnlineStatistics.at_fixed_point(beta, batch_code_sums)
-    kept_responsibilities = (1.0 - rho) * statistics.responsibilities
-    code_sums = (1.0 - rho) * statistics.code_sums + rho * batch_code_sums
-    responsibilities = statistics.responsibilities
-    multipliers = statistics.multipliers
-    if multipliers is None:
-        multipliers = np.full(beta.shape[0], np.nan)
-    multipliers = multipliers.copy()
-    for step in range(max_steps):
-        responsibilities = beta * np.ascontiguousarray(weighted.T)
-        responsibilities *= rho / n_docs
-        responsibilities += kept_responsibilities
-        beta = simplex_minimiser(beta, responsibilities, code_sums, multipliers, n_jobs)
-        if step + 1 < max_steps:
-            # The batch's sums at the new topics, for the next MM step.
-            _, weighted = mm_statistics(loss, layout.col_ptr, layout.col_entries, layout.data,
-                                        codes, np.ascontiguousarray(beta.T), n_jobs)
-    return beta, OnlineStatistics(responsibilities, code_sums, multipliers), outcome
+    batch = code_batch(problem, X, beta, n_jobs)
+    if max_steps == 1:
+        batch.codes = None  # no MM step re-reads them: free them before the step
+    statistics = stochastic_dictionary_step(
+        beta, statistics, rho, X.shape[0], batch.layout.terms, batch,
+        lambda columns: batch.sums_at(problem.loss, columns, n_jobs), max_steps=max_steps,
+        n_jobs=n_jobs)
+    return beta, statistics, batch.outcome

@@ -49,9 +49,54 @@ def test_dask_input_errors(client, newsgroups):
     X = newsgroups[0].data[:100]
     with pytest.raises(ValueError, match="row blocks only"):
         STC(n_topics=2).fit(da.from_array(X, chunks=(50, 100), asarray=False))
-    with pytest.raises(ValueError, match="learning_method='batch'"):
-        STC(n_topics=2, learning_method="online").fit(dask_rows(X, 50))
     with pytest.raises(ValueError, match="Poisson"):
         STC(n_topics=2, loss="gaussian").fit(dask_rows(X, 50))
     with pytest.raises(TypeError, match="scipy.sparse"):
         STC(n_topics=2).fit(da.from_array(np.ones((10, 5)), chunks=(5, 5)))
+
+
+def schedule_batches(X, rows_per_block, batch_size, n_passes, entropy):
+    """The mini-batches an online fit of dask_rows(X, rows_per_block) learns from, in order."""
+    from stc.distributed import partition_order, round_rows
+
+    blocks = [X[i:i + rows_per_block] for i in range(0, X.shape[0], rows_per_block)]
+    n_rounds = -(-X.shape[0] // batch_size)
+    batches = []
+    for pass_number in range(1, n_passes + 1):
+        orders = [partition_order(b.shape[0], entropy, pass_number, i)
+                  for i, b in enumerate(blocks)]
+        for r in range(n_rounds):
+            parts = []
+            for block, order in zip(blocks, orders):
+                start, stop = round_rows(block.shape[0], n_rounds, r)
+                parts.append(block[order[start:stop]])
+            batches.append(sp.vstack(parts, format="csr"))
+    return batches
+
+
+def test_online_fit_is_fit_stream_over_the_partitions_batches(client, newsgroups):
+    """Online on the cluster: the batches of the schedule, learned as fit_stream learns them."""
+    X = newsgroups[0].data[:600]
+    params = dict(n_topics=4, random_state=0, learning_method="online", batch_size=128,
+                  dictionary_max_iter=2)
+    spread = STC(**params, n_passes=2).fit(dask_rows(X, 250))
+    batches = schedule_batches(X, 250, 128, 2, entropy=0)
+    assert len(batches) == 10 and sum(b.shape[0] for b in batches) == 1200
+    local = STC(**params, n_passes=1).fit_stream(batches)
+    assert spread.n_batch_iter_ == local.n_batch_iter_ == 10 and spread.n_iter_ == 2
+    np.testing.assert_allclose(spread.components_, local.components_, rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(spread.online_code_sums_, local.online_code_sums_, rtol=1e-9)
+    np.testing.assert_allclose(spread.objective_.sum(), local.objective_[0], rtol=1e-12)
+    assert np.all(spread.components_ >= 0)
+    np.testing.assert_allclose(spread.components_.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+
+
+def test_online_fit_with_uneven_partitions_and_empty_rounds(client, newsgroups):
+    """Partitions smaller than the number of rounds leave some rounds empty: they are skipped."""
+    X = newsgroups[0].data[:9]
+    spread = STC(n_topics=2, random_state=1, learning_method="online", batch_size=1,
+                 n_passes=1).fit(dask_rows(X, 3))
+    batches = [b for b in schedule_batches(X, 3, 1, 1, entropy=1) if b.shape[0]]
+    local = STC(n_topics=2, random_state=1, n_passes=1).fit_stream(batches)
+    assert spread.n_batch_iter_ == len(batches) == 3  # rounds 3, 6 and 9 of 9
+    np.testing.assert_allclose(spread.components_, local.components_, rtol=1e-9, atol=1e-15)

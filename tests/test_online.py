@@ -49,8 +49,8 @@ def test_one_batch_with_full_weight_is_the_batch_mm_step(newsgroups):
     problem = CodingProblem(get_loss("poisson"), 0.1, 0.1, 0.01)
     with pytest.warns(ConvergenceWarning):
         beta0 = STC(n_topics=4, max_iter=2, random_state=0).fit(X).components_
-    stats = OnlineStatistics.at_fixed_point(beta0, np.ones((4, X.shape[1])))
-    online, _, _ = learn_from_batch(problem, X, beta0, stats, 1.0, max_steps=2)
+    stats = OnlineStatistics.at_fixed_point(beta0, np.full(4, float(X.shape[1])))
+    online, _, _ = learn_from_batch(problem, X, beta0.copy(), stats, 1.0, max_steps=2)
     _, codes, result = code_new_documents(problem, X, beta0, keep_word_codes=True)
     batch, _, n_steps = update_dictionary(problem.loss, CorpusLayout(X), codes, beta0,
                                           max_iter=2, tol=0.0, means=result.means)

@@ -307,16 +307,146 @@ def mm_update_rows(const double[:, ::1] beta, const double[:, ::1] weighted_sums
     return out
 
 
+cdef extern from *:
+    """
+    /* Sums of the multiplier equation over packed entries (all with a > 0):
+       S = sum a / (d + u) and dS = sum a / (d + u)^2. The SIMD reduction's
+       order is fixed by the build, not by the thread count. */
+    static void stc_secular_sums(const double* a, const double* d, Py_ssize_t n, double u,
+                                 double* s_out, double* ds_out) {
+        double s = 0.0, ds = 0.0;
+        Py_ssize_t i;
+        #pragma omp simd reduction(+:s, ds)
+        for (i = 0; i < n; i++) {
+            double inverse = 1.0 / (d[i] + u);
+            double ratio = a[i] * inverse;
+            s += ratio;
+            ds += ratio * inverse;
+        }
+        *s_out = s;
+        *ds_out = ds;
+    }
+
+    /* out = a / ((c - lowest) + u) where a > 0, else 0; returns the sum of out. */
+    static double stc_fill_row(const double* a, const double* c, Py_ssize_t n, double lowest,
+                               double u, double* out) {
+        double total = 0.0;
+        Py_ssize_t i;
+        #pragma omp simd reduction(+:total)
+        for (i = 0; i < n; i++) {
+            double value = a[i] > 0.0 ? a[i] / ((c[i] - lowest) + u) : 0.0;
+            out[i] = value;
+            total += value;
+        }
+        return total;
+    }
+
+    static void stc_scale_row(double* out, Py_ssize_t n, double total) {
+        Py_ssize_t i;
+        #pragma omp simd
+        for (i = 0; i < n; i++) {
+            out[i] = out[i] / total;
+        }
+    }
+    """
+    void stc_secular_sums(const double* a, const double* d, Py_ssize_t n, double u,
+                          double* s_out, double* ds_out) noexcept nogil
+    double stc_fill_row(const double* a, const double* c, Py_ssize_t n, double lowest,
+                        double u, double* out) noexcept nogil
+    void stc_scale_row(double* out, Py_ssize_t n, double total) noexcept nogil
+
+
+cdef double minimiser_row(const double* a, const double* c, const double* beta_row,
+                          double* out, Py_ssize_t n, int max_iter, double nu_start,
+                          double* packed_a, double* packed_d) noexcept nogil:
+    """`mm_update_row`'s exact minimiser, with a faster search for the multiplier.
+
+    Same solution and cases (root nu* of sum a_n / (c_n + nu) = 1; the
+    overshoot case nu = -c_spare; a collapsed topic is copied), but the
+    entries with a_n > 0 are packed once into ``packed_a`` and ``packed_d`` =
+    c - min c (scratch of n doubles each), the sums run as SIMD reductions,
+    and Newton's method is applied to 1 / S(u) - 1 with S(u) = sum a / (d + u):
+    1 / S is increasing, concave and nearly linear where one entry dominates,
+    so from a warm start it takes a few steps (3 to 4 on 20 Newsgroups
+    against 4 to 8 for Newton on S - 1). Online learning calls it once per
+    MM step on all K x N statistics, so its cost counts.
+    """
+    cdef double lowest = INFINITY, spare = INFINITY, total = 0.0, low = 0.0, high, u
+    cdef double sums, slope, step, nu, slack
+    cdef Py_ssize_t i, m = 0, n_spare = 0
+    cdef int it
+    for i in range(n):
+        if a[i] > 0.0:
+            total = total + a[i]
+            if c[i] < lowest:
+                lowest = c[i]
+        elif c[i] < spare:
+            spare = c[i]
+    if total == 0.0:  # collapsed topic: keep it
+        for i in range(n):
+            out[i] = beta_row[i]
+        return NAN
+    for i in range(n):
+        if a[i] > 0.0:
+            packed_a[m] = a[i]
+            packed_d[m] = c[i] - lowest
+            m += 1
+    high = total
+    u = nu_start + lowest
+    if not (u > 0.0 and u < high):  # also catches a NaN start
+        u = 0.5 * high
+    for it in range(max_iter):
+        stc_secular_sums(packed_a, packed_d, m, u, &sums, &slope)
+        if sums == 1.0:
+            break
+        if sums < 1.0:
+            high = u
+        else:
+            low = u
+        step = u + sums * (sums - 1.0) / slope  # Newton on 1 / S(u) - 1
+        if not (step > low and step <= high):
+            step = 0.5 * (low + high)
+        if fabs(step - u) <= 1e-14 * u:
+            u = step
+            break
+        u = step
+    if u < lowest - spare:  # codes overshoot the data: nu = -c_spare, spare mass
+        total = 0.0
+        for i in range(n):
+            if a[i] > 0.0:
+                out[i] = a[i] / (c[i] - spare)
+                total = total + out[i]
+            else:
+                out[i] = 0.0
+                if c[i] == spare:
+                    n_spare += 1
+        slack = 1.0 - total if total < 1.0 else 0.0
+        for i in range(n):
+            if not a[i] > 0.0 and c[i] == spare:
+                out[i] = slack / n_spare
+        total = total + slack
+        nu = -spare
+    else:
+        total = stc_fill_row(a, c, n, lowest, u, out)
+        nu = u - lowest
+    stc_scale_row(out, n, total)
+    return nu
+
+
 def mm_minimiser_rows(const double[:, ::1] beta, const double[:, ::1] responsibilities,
                       const double[:, ::1] code_sums, double[::1] multipliers,
-                      int max_iter=100, n_jobs=None):
+                      int max_iter=100, n_jobs=None, out=None):
     """`mm_update_rows` for a given a (``responsibilities``, (K, N)) instead of beta * sums.
 
     Online learning keeps a as a running average, so it cannot be formed
-    from one beta. Each row is `mm_update_row`'s exact minimiser of
-    sum_n (c_n beta_n - a_n log beta_n) on the simplex; a topic whose a is
-    all zero keeps its row of ``beta``. ``multipliers`` as in
-    `mm_update_rows`. Returns the new (K, N) dictionary.
+    from one beta. Each row is the exact minimiser of
+    sum_n (c_n beta_n - a_n log beta_n) on the simplex, `mm_update_row`'s
+    solution computed by `minimiser_row`; a topic whose a is all zero keeps
+    its row of ``beta``. ``multipliers`` as in `mm_update_rows`. ``out``, a
+    C-contiguous float64 (K, N) array, receives the result; it may be
+    ``beta`` itself (a row of beta is read only to be copied, for a
+    collapsed topic), which saves a (K, N) array. Returns the new (K, N)
+    dictionary (``out`` when given).
     """
     cdef Py_ssize_t n_topics = beta.shape[0], n = beta.shape[1], k
     if (responsibilities.shape[0] != n_topics or responsibilities.shape[1] != n
@@ -325,11 +455,26 @@ def mm_minimiser_rows(const double[:, ::1] beta, const double[:, ::1] responsibi
         raise ValueError("responsibilities and code_sums must have beta's (n_topics, "
                          "n_features) shape and multipliers (n_topics,)")
     cdef int n_threads = resolve_n_jobs(n_jobs)
-    out = np.empty((n_topics, n), dtype=np.float64)
+    if out is None:
+        out = np.empty((n_topics, n), dtype=np.float64)
+    elif not (isinstance(out, np.ndarray) and out.dtype == np.float64
+              and out.shape == (n_topics, n) and out.flags.c_contiguous):
+        raise ValueError("out must be a C-contiguous float64 array of beta's shape "
+                         f"({n_topics}, {n})")
     cdef double[:, ::1] out_v = out
-    with nogil:
-        for k in prange(n_topics, schedule="static", num_threads=n_threads):
-            multipliers[k] = mm_update_row(&responsibilities[k, 0], &code_sums[k, 0],
+    cdef double* packed
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    with nogil, parallel(num_threads=n_threads):
+        packed = <double*> malloc(2 * (n if n > 0 else 1) * sizeof(double))
+        if packed == NULL:
+            failed[0] = 1
+        for k in prange(n_topics, schedule="static"):
+            if packed == NULL:
+                continue
+            multipliers[k] = minimiser_row(&responsibilities[k, 0], &code_sums[k, 0],
                                            &beta[k, 0], &out_v[k, 0], n, max_iter,
-                                           multipliers[k])
+                                           multipliers[k], packed, packed + n)
+        free(packed)
+    if failed[0]:
+        raise MemoryError("could not allocate the work space of the MM minimiser")
     return out

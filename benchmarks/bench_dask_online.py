@@ -1,0 +1,163 @@
+"""Online STC on a Dask LocalCluster: per-worker throughput against the in-process kernel.
+
+Usage::
+
+    python benchmarks/bench_dask_online.py [--data DIR] [--topics 50] [--batch-size 512]
+        [--workers 1,2] [--repeats 2] [--processes] [--output benchmarks/results_dask_online.md]
+
+One online pass (``n_passes=1``) over the 20 Newsgroups training split, at the
+online defaults otherwise, K topics, random_state=0:
+
+* in process: ``STC(learning_method="online", n_jobs=1).fit(X)``;
+* on a LocalCluster of W workers with one thread each: ``STC(..., n_jobs=1).fit``
+  of the corpus as a dask array of W CSR row blocks (one per worker), through
+  `stc.distributed.DaskOnlineTraining` so that the time each worker spends in
+  the kernels (coding and MM sums) can be read as well.
+
+Throughput is documents per second per worker: D / (wall time of the pass x W)
+and D / (the worker's busy time x W). The in-process figure is D / wall time
+with one thread. The settings are interleaved (in process, W = 1, W = 2, then
+again) and each is reported as its median over ``--repeats`` runs, so that a
+change in the machine's load hits all of them alike; the load average is
+printed for every run.
+"""
+import argparse
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from _common import REPO_ROOT, add_data_option, load_corpus, log
+from _machine import load_average, machine_info, uptime_line
+
+DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_dask_online.md")
+
+
+def dask_rows(X, n_blocks):
+    import dask.array as da
+
+    bounds = np.linspace(0, X.shape[0], n_blocks + 1).astype(int)
+    return da.concatenate([da.from_array(X[a:b], chunks=(b - a, X.shape[1]), asarray=False)
+                           for a, b in zip(bounds[:-1], bounds[1:])], axis=0)
+
+
+def in_process(X, params):
+    from stc import STC
+
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = STC(**params).fit(X)
+    return time.perf_counter() - start, model
+
+
+def on_cluster(X, params, n_workers, processes):
+    from distributed import Client, LocalCluster
+
+    from stc import STC
+    from stc.distributed import DaskOnlineTraining
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=processes,
+                               dashboard_address=None)
+        client = Client(cluster)
+        try:
+            model = STC(**params)
+            problem = model._coding_problem()
+            start = time.perf_counter()
+            training = DaskOnlineTraining(
+                client, dask_rows(X, n_workers), problem, model.n_topics, model.random_state,
+                model.n_jobs, batch_size=model.batch_size,
+                learning_offset=model.learning_offset, learning_decay=model.learning_decay,
+                max_steps=model.dictionary_max_iter)
+            setup = time.perf_counter() - start
+            start = time.perf_counter()
+            training.run(1)
+            wall = time.perf_counter() - start
+        finally:
+            client.close()
+            cluster.close()
+    return setup, wall, training
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_data_option(parser)
+    parser.add_argument("--topics", type=int, default=50)
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="online batch_size (default: STC's default)")
+    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--processes", action="store_true",
+                        help="workers in separate processes (LocalCluster(processes=True))")
+    parser.add_argument("--output", default=DEFAULT_OUTPUT)
+    args = parser.parse_args(argv)
+    start_uptime = uptime_line()
+    train, test, summary = load_corpus(args.data)
+    del test
+    X = train.data
+    n_docs = X.shape[0]
+    params = dict(n_topics=args.topics, random_state=0, n_jobs=1, learning_method="online",
+                  n_passes=1)
+    if args.batch_size is not None:
+        params["batch_size"] = args.batch_size
+    workers = [int(w) for w in args.workers.split(",")]
+    runs = {"in process": [], **{w: [] for w in workers}}
+    for repeat in range(args.repeats):
+        load = load_average()
+        wall, model = in_process(X, params)
+        log(f"repeat {repeat + 1}: in process {wall:.1f} s (load {load})")
+        runs["in process"].append(dict(wall=wall, busy=wall, setup=0.0, load=load,
+                                       objective=float(model.objective_[0])))
+        for w in workers:
+            load = load_average()
+            setup, wall, training = on_cluster(X, params, w, args.processes)
+            log(f"repeat {repeat + 1}: {w} workers {wall:.1f} s, setup {setup:.1f} s, busy "
+                f"{training.busy_seconds.round(1).tolist()} s (load {load})")
+            runs[w].append(dict(wall=wall, busy=float(training.busy_seconds.max()), setup=setup,
+                                load=load, objective=None))
+    reference = np.median([r["wall"] for r in runs["in process"]])
+    reference_rate = n_docs / reference
+    rows = ["| setting | setup (s) | pass wall (s) | slowest worker busy (s) | docs/s per "
+            "worker (wall) | vs in process | docs/s per worker (busy) | vs in process "
+            "| load averages (1 min) |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for key, records in runs.items():
+        n_workers = 1 if key == "in process" else key
+        wall = float(np.median([r["wall"] for r in records]))
+        busy = float(np.median([r["busy"] for r in records]))
+        setup = float(np.median([r["setup"] for r in records]))
+        rate, busy_rate = n_docs / (wall * n_workers), n_docs / (busy * n_workers)
+        loads = ", ".join(r["load"].split()[0] for r in records)
+        name = "in process, 1 thread" if key == "in process" else f"{key} worker(s) x 1 thread"
+        rows.append(f"| {name} | {setup:.1f} | {wall:.1f} | {busy:.1f} | {rate:.0f} | "
+                    f"{rate / reference_rate:.2f} | {busy_rate:.0f} | "
+                    f"{busy_rate / reference_rate:.2f} | {loads} |")
+    command = "python benchmarks/bench_dask_online.py " + " ".join(argv or sys.argv[1:])
+    batch_size = params.get("batch_size", "default (256)")
+    text = "\n".join([
+        "# Online STC on a Dask LocalCluster: per-worker throughput", "",
+        f"One online pass over the 20 Newsgroups training split ({n_docs} documents), "
+        f"K = {args.topics}, batch_size {batch_size}, one thread per worker, workers "
+        f"{'in separate processes' if args.processes else 'as threads of one process'}; "
+        f"median of {args.repeats} interleaved runs per setting. The machine is a shared "
+        "2-core VM.", "",
+        f"Command: `{command.strip()}`", "",
+        "Machine:", "",
+        *machine_info("threads per worker: 1"),
+        f"- `uptime` at start: `{start_uptime}`",
+        f"- `uptime` at end: `{uptime_line()}`", "",
+        f"Data: {summary}", "",
+        *rows, "",
+    ])
+    print(text)
+    with open(args.output, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

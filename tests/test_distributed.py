@@ -100,3 +100,19 @@ def test_online_fit_with_uneven_partitions_and_empty_rounds(client, newsgroups):
     local = STC(n_topics=2, random_state=1, n_passes=1).fit_stream(batches)
     assert spread.n_batch_iter_ == len(batches) == 3  # rounds 3, 6 and 9 of 9
     np.testing.assert_allclose(spread.components_, local.components_, rtol=1e-9, atol=1e-15)
+
+
+def test_online_fit_with_workers_in_their_own_processes(newsgroups):
+    """Worker processes: the problem, the topic columns and the sums all travel pickled."""
+    X = newsgroups[0].data[:300]
+    params = dict(n_topics=3, random_state=0, learning_method="online", batch_size=100,
+                  n_passes=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                           dashboard_address=None)
+        with distributed.Client(cluster) as processes, processes.as_current():
+            spread = STC(**params).fit(dask_rows(X, 150))
+        cluster.close()
+    local = STC(**params).fit_stream(schedule_batches(X, 150, 100, 1, entropy=0))
+    np.testing.assert_allclose(spread.components_, local.components_, rtol=1e-9, atol=1e-15)

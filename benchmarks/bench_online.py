@@ -3,12 +3,13 @@
 Usage::
 
     python benchmarks/bench_online.py [--data DIR] [--topics 50] [--threads 2]
-                                      [--batch-size 1024] [--passes 3]
+                                      [--batch-size B] [--passes P] [--rounds 2]
                                       [--output benchmarks/results_online.md]
 
 Both models use ``STC(n_topics=K, random_state=0, n_jobs=threads)`` with the
 other parameters at their defaults; the online one adds
-``learning_method="online"``, ``batch_size`` and ``n_passes``. Measured:
+``learning_method="online"`` (and ``batch_size`` / ``n_passes`` when given;
+by default the online defaults). Measured:
 
 * held-out objective: objective (2) of coding the test documents with the
   learned topics (``objective(X_test)``), and its relative gap to batch;
@@ -16,8 +17,10 @@ other parameters at their defaults; the online one adds
   ``transform``), C chosen by 3-fold CV on the training codes;
 * passes over the training corpus (online: ``n_passes``; batch: ``n_iter_``
   outer iterations, each codes every document once);
-* fit time (one fit each, no tracing);
-* peak memory of ``fit``: ``tracemalloc`` peak above the start, in a second
+* fit time: ``--rounds`` untraced fits of each model, interleaved (batch,
+  online, batch, online, ...) with the load average at each, and their
+  median; the speed ratio compares the medians;
+* peak memory of ``fit``: ``tracemalloc`` peak above the start, in a further
   fit of each model (numpy reports its buffers to tracemalloc). The batch
   model's peak is reached in its first iteration (word codes, layout and
   dictionary-step buffers are all allocated then), so its traced fit stops
@@ -37,7 +40,7 @@ import warnings
 import numpy as np
 
 from _common import REPO_ROOT, add_data_option, load_corpus, log
-from _machine import machine_info, uptime_line
+from _machine import load_average, machine_info, uptime_line
 
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_online.md")
 
@@ -68,24 +71,29 @@ def traced_peak_mb(make_model, X):
     return (peak - base) / 2 ** 20
 
 
-def measure(name, params, trace_params, train, test, verbose):
+def timed_fit(params, X, verbose):
     from stc import STC
 
-    log(f"{name}: fit")
+    load = load_average().split()[0]
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = STC(**params, verbose=verbose).fit(train.data)
-    fit_time = time.perf_counter() - start
-    log(f"{name}: fit {fit_time:.1f} s; coding train and test")
+        model = STC(**params, verbose=verbose).fit(X)
+    return model, time.perf_counter() - start, load
+
+
+def evaluate(name, model, fit_times, loads, trace_params, params, train, test):
+    from stc import STC
+
+    log(f"{name}: coding train and test")
     held_out = model.objective(test.data)
     accuracy, C = svm_accuracy(model.transform(train.data), train.target,
                                model.transform(test.data), test.target)
     log(f"{name}: traced fit for peak memory")
     peak = traced_peak_mb(lambda: STC(**dict(params, **trace_params)), train.data)
-    passes = model.n_iter_
-    return dict(name=name, fit_time=fit_time, held_out=held_out, accuracy=accuracy, C=C,
-                passes=passes, peak=peak)
+    return dict(name=name, fit_time=float(np.median(fit_times)), fit_times=fit_times,
+                loads=loads, held_out=held_out, accuracy=accuracy, C=C, passes=model.n_iter_,
+                peak=peak)
 
 
 def main(argv=None):
@@ -93,30 +101,57 @@ def main(argv=None):
     add_data_option(parser)
     parser.add_argument("--topics", type=int, default=50)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=1024)
-    parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="online batch_size (default: STC's default)")
+    parser.add_argument("--passes", type=int, default=None,
+                        help="online n_passes (default: STC's default)")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="timed fits of each model, interleaved (batch, online, batch, ...)")
     parser.add_argument("--output", default=DEFAULT_OUTPUT)
     parser.add_argument("--verbose", type=int, default=0)
     args = parser.parse_args(argv)
     start_uptime = uptime_line()
     train, test, summary = load_corpus(args.data)
     common = dict(n_topics=args.topics, random_state=0, n_jobs=args.threads)
-    batch = measure("batch", common, dict(max_iter=2), train, test, args.verbose)
-    online = measure("online", dict(common, learning_method="online",
-                                    batch_size=args.batch_size, n_passes=args.passes),
-                     dict(n_passes=1), train, test, args.verbose)
+    online_params = dict(common, learning_method="online")
+    if args.batch_size is not None:
+        online_params["batch_size"] = args.batch_size
+    if args.passes is not None:
+        online_params["n_passes"] = args.passes
+    # Timed fits interleaved, so that a change in the machine's load hits both alike.
+    fits = {"batch": ([], [], None), "online": ([], [], None)}
+    for round_number in range(1, args.rounds + 1):
+        for name, params in (("batch", common), ("online", online_params)):
+            log(f"{name}: fit {round_number}/{args.rounds}")
+            model, seconds, load = timed_fit(params, train.data, args.verbose)
+            log(f"{name}: {seconds:.1f} s (load {load})")
+            times, loads, first = fits[name]
+            fits[name] = (times + [seconds], loads + [load], first or model)
+    batch = evaluate("batch", fits["batch"][2], *fits["batch"][:2], dict(max_iter=2), common,
+                     train, test)
+    online = evaluate("online", fits["online"][2], *fits["online"][:2], dict(n_passes=1),
+                      online_params, train, test)
+    from stc import STC
+
+    defaults = STC().get_params()
+    online_setting = {k: online_params.get(k, defaults[k]) for k in
+                      ("batch_size", "n_passes", "learning_decay", "learning_offset",
+                       "dictionary_max_iter")}
     gap = (online["held_out"] - batch["held_out"]) / batch["held_out"]
     speedup = batch["fit_time"] / online["fit_time"]
     memory_ratio = online["peak"] / batch["peak"]
     points = 100 * (online["accuracy"] - batch["accuracy"])
     rows = [
-        "| model | fit (s) | passes | held-out objective | STC + LinearSVC accuracy (C) "
-        "| fit peak memory (MiB, tracemalloc) |",
-        "|---|---|---|---|---|---|",
+        "| model | fit (s), median | fits (s) | load (1 min) at each fit | passes "
+        "| held-out objective | STC + LinearSVC accuracy (C) | fit peak memory (MiB, "
+        "tracemalloc) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in (batch, online):
-        rows.append(f"| {r['name']} | {r['fit_time']:.1f} | {r['passes']} | "
-                    f"{r['held_out']:.6e} | {r['accuracy']:.4f} ({r['C']:g}) | {r['peak']:.0f} |")
+        rows.append(f"| {r['name']} | {r['fit_time']:.1f} | "
+                    f"{', '.join(f'{t:.1f}' for t in r['fit_times'])} | {', '.join(r['loads'])} "
+                    f"| {r['passes']} | {r['held_out']:.6e} | {r['accuracy']:.4f} ({r['C']:g}) "
+                    f"| {r['peak']:.0f} |")
     verdict = lambda ok: "met" if ok else "NOT met"  # noqa: E731
     targets = [
         f"| held-out objective within 1 % | {100 * gap:+.2f} % | {verdict(gap <= 0.01)} |",
@@ -128,9 +163,11 @@ def main(argv=None):
     command = "python benchmarks/bench_online.py " + " ".join(argv or sys.argv[1:])
     text = "\n".join([
         "# Online vs. batch STC on 20 Newsgroups", "",
-        f"K = {args.topics}, online batch_size = {args.batch_size}, n_passes = {args.passes}, "
-        "other parameters at their defaults, random_state=0. The machine is a shared "
-        "2-core VM: the load average below says how busy it was.", "",
+        f"K = {args.topics}, random_state=0, other parameters at their defaults; online: "
+        + ", ".join(f"{k} = {v}" for k, v in online_setting.items())
+        + f". Each model was fitted {args.rounds} times, interleaved (batch, online, batch, "
+        "...); the fit time is the median and the ratio compares medians. The machine is a "
+        "shared 2-core VM: the load averages say how busy it was.", "",
         f"Command: `{command.strip()}`", "",
         "Machine:", "",
         *machine_info(f"threads used (n_jobs): {args.threads}"),

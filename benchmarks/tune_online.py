@@ -3,16 +3,17 @@
 Usage::
 
     python benchmarks/tune_online.py [--data DIR] [--topics 50] [--threads 2]
-        [--batch-sizes 256,1024] [--decays 0.5,0.7] [--offsets 1,10] [--steps 1,3]
-        [--passes 3] [--accuracy-top 4] [--output benchmarks/results_online_tuning.md]
+        [--batch-sizes 256,1024] [--decays 0.55,0.7] [--offsets 1,10] [--steps 1,3]
+        [--averaging 0,0.5] [--passes 3] [--accuracy-top 4]
+        [--output benchmarks/results_online_tuning.md]
 
 The test split is never read. The training split is divided once (seed 0)
 into a tuning-fit part (80 %) and a validation part (20 %). Every model is
 ``STC(n_topics=K, random_state=0, n_jobs=threads)`` with the other parameters
 at their defaults; the batch model is the reference. Each online setting
-(batch_size x learning_decay x learning_offset x dictionary_max_iter, with
-``n_passes``) is fitted on the tuning-fit part and scored by its validation
-objective (objective (2) of coding the validation documents, ``-score``),
+(batch_size x learning_decay x learning_offset x dictionary_max_iter x
+topic_averaging, with ``n_passes``) is fitted on the tuning-fit part and scored by its validation
+objective (objective (2) of coding the validation documents, ``objective``),
 relative to the batch model's. The ``--accuracy-top`` best settings (and the
 batch model) also get an STC + LinearSVC accuracy on the validation part
 (classifier trained on the tuning-fit part's codes, C by 3-fold CV there).
@@ -77,7 +78,7 @@ def measure(key, params, fit_part, validation, fingerprint, with_accuracy):
         model, fit_time = fitted(params, fit_part.data)
         record = dict(key=key, params={k: v for k, v in params.items() if k != "n_jobs"},
                       fit_time=fit_time, load=load, passes=int(model.n_iter_),
-                      validation_objective=-model.score(validation.data),
+                      validation_objective=model.objective(validation.data),
                       fingerprint=fingerprint, accuracy=None)
         if with_accuracy:
             record["accuracy"], record["C"] = svm_accuracy(
@@ -101,9 +102,10 @@ def main(argv=None):
     parser.add_argument("--topics", type=int, default=50)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch-sizes", default="256,1024")
-    parser.add_argument("--decays", default="0.5,0.7")
+    parser.add_argument("--decays", default="0.55,0.7")
     parser.add_argument("--offsets", default="1,10")
     parser.add_argument("--steps", default="1,3")
+    parser.add_argument("--averaging", default="0,0.5")
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--accuracy-top", type=int, default=4)
     parser.add_argument("--output", default=DEFAULT_OUTPUT)
@@ -117,23 +119,24 @@ def main(argv=None):
     common = dict(n_topics=args.topics, random_state=0, n_jobs=args.threads)
     batch = measure(f"batch_K{args.topics}", common, fit_part, validation, fingerprint, True)
     settings = list(itertools.product(numbers(args.batch_sizes, int), numbers(args.decays),
-                                      numbers(args.offsets), numbers(args.steps, int)))
+                                      numbers(args.offsets), numbers(args.steps, int),
+                                      numbers(args.averaging)))
     records = []
-    for batch_size, decay, offset, steps in settings:
+    for batch_size, decay, offset, steps, averaging in settings:
         params = dict(common, learning_method="online", batch_size=batch_size,
                       learning_decay=decay, learning_offset=offset, dictionary_max_iter=steps,
-                      n_passes=args.passes)
+                      n_passes=args.passes, topic_averaging=averaging)
         key = (f"online_K{args.topics}_b{batch_size}_k{decay:g}_t{offset:g}_s{steps}"
-               f"_p{args.passes}")
+               f"_p{args.passes}_a{averaging:g}")
         records.append(measure(key, params, fit_part, validation, fingerprint, False))
     records.sort(key=lambda r: r["validation_objective"])
     for i, record in enumerate(records[:args.accuracy_top]):
         records[i] = measure(record["key"], dict(common, **record["params"]), fit_part,
                              validation, fingerprint, True)
     reference = batch["validation_objective"]
-    rows = ["| setting | batch_size | decay | offset | MM steps | passes | fit (s) | load "
-            "| validation objective | gap to batch | accuracy (C) | sources |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| setting | batch_size | decay | offset | MM steps | averaging | passes | fit (s) "
+            "| load | validation objective | gap to batch | accuracy (C) | sources |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def row(name, r):
         p = r["params"]
@@ -141,6 +144,7 @@ def main(argv=None):
         gap = 100 * (r["validation_objective"] - reference) / reference
         return (f"| {name} | {p.get('batch_size', '')} | {p.get('learning_decay', '')} | "
                 f"{p.get('learning_offset', '')} | {p.get('dictionary_max_iter', 3)} | "
+                f"{p.get('topic_averaging', 0)} | "
                 f"{r['passes']} | {r['fit_time']:.1f} | {r['load'].split()[0]} | "
                 f"{r['validation_objective']:.6e} | {gap:+.2f} % | {accuracy} | "
                 f"{r['fingerprint']} |")

@@ -16,8 +16,8 @@ from stc.completion import held_out_score, split_entries
 from stc.dictionary import CorpusLayout, NonFiniteLossError
 from stc.distributed import is_dask_array
 from stc.losses import CompiledLoss, PythonLoss, get_loss
-from stc.online import (check_online_loss, learn_from_batch, learning_rate,
-                        introduce_new_terms, OnlineStatistics)
+from stc.online import (TopicAverage, averaging_start, check_online_loss, learn_from_batch,
+                        learning_rate, introduce_new_terms, OnlineStatistics)
 from stc.training import (CodingStep, DictionaryStep, OnlineProgressPrinter, ProgressPrinter,
                           TrainingState, StopRequest, alternate, count_capped,
                           relative_decrease_below, warn_if_unfinished)
@@ -25,7 +25,7 @@ from stc.training import (CodingStep, DictionaryStep, OnlineProgressPrinter, Pro
 
 # Parameters of online learning (MedSTC, a subclass, has none of them).
 ONLINE_PARAMETERS = ("learning_method", "batch_size", "learning_decay", "learning_offset",
-                     "n_passes")
+                     "n_passes", "topic_averaging")
 
 
 def writable(array):
@@ -211,6 +211,15 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     n_passes : int, default=3
         Passes over the documents made by ``fit`` and ``fit_stream`` with
         online learning (``max_iter`` and ``tol`` apply to batch learning).
+    topic_averaging : float in [0, 1], default=0.5
+        Online ``fit`` and ``fit_stream``: the fitted topics are the average
+        of the topics after each of the last ceil(``topic_averaging`` x
+        batches per pass) batches of the last pass (Polyak-Ruppert averaging,
+        which evens out the last batches' noise); 0 keeps the topics after
+        the last batch. ``fit_stream`` needs the number of batches per pass:
+        from ``len(batches)``, else counted in the first pass (so a single
+        pass over a stream of unknown length is not averaged).
+        ``partial_fit`` never averages.
 
     Attributes
     ----------
@@ -283,13 +292,14 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         "learning_decay": [Interval(numbers.Real, 0.5, 1.0, closed="right")],
         "learning_offset": [Interval(numbers.Real, 0, None)],
         "n_passes": [Interval(numbers.Integral, 1, None)],
+        "topic_averaging": [Interval(numbers.Real, 0, 1, closed="both")],
     }
 
     def __init__(self, n_topics=20, *, lambda_=0.1, gamma=None, rho=0.01, rho_units="absolute",
                  loss="poisson", theta_penalty="l2", code_penalty="l1", max_iter=100, tol=1e-4,
                  inner_max_iter=50, inner_tol=1e-4, dictionary_max_iter=3, n_jobs=None,
                  random_state=None, verbose=0, learning_method="batch", batch_size=256,
-                 learning_decay=0.7, learning_offset=10.0, n_passes=3):
+                 learning_decay=0.7, learning_offset=10.0, n_passes=3, topic_averaging=0.5):
         self.n_topics = n_topics
         self.lambda_ = lambda_
         self.gamma = gamma
@@ -311,6 +321,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.learning_decay = learning_decay
         self.learning_offset = learning_offset
         self.n_passes = n_passes
+        self.topic_averaging = topic_averaging
 
     # ---- parameter and input checks
 
@@ -448,7 +459,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                                           every_batch=self.verbose >= 2)
                     if self.verbose else None)
         with StopRequest() as stop:
-            pass_objectives, capped, interrupted = training.run(self.n_passes, progress, stop)
+            pass_objectives, capped, interrupted = training.run(self.n_passes, progress, stop,
+                                                                self.topic_averaging)
         self.components_ = training.beta
         self.online_responsibilities_ = training.statistics.responsibilities
         self.online_code_sums_ = training.statistics.code_sums
@@ -526,8 +538,12 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                     self._set_count_scale(batch)  # w_bar of the first batch
                 yield batch
 
+        try:
+            n_batches = len(batches)
+        except TypeError:  # counted in the first pass
+            n_batches = None
         # the problem is built per batch: rho in relative units needs the first batch
-        self._online_passes(self._coding_problem, validated_batches, None, rng)
+        self._online_passes(self._coding_problem, validated_batches, n_batches, rng)
         self.fit_time_ = time.perf_counter() - start
         return self
 
@@ -570,13 +586,18 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         progress = (OnlineProgressPrinter(self.n_passes, n_batches, every_batch=self.verbose >= 2)
                     if self.verbose else None)
         pass_objectives, capped = [], 0
+        average = TopicAverage()
         with StopRequest() as stop:
             for pass_number in range(1, self.n_passes + 1):
                 total = 0.0
+                first_averaged = (averaging_start(n_batches, self.topic_averaging)
+                                  if pass_number == self.n_passes else None)
                 for batch_number, X in enumerate(make_batches(), start=1):
                     if X.shape[0] == 0:
                         continue
                     outcome = self._learn_batch(problem_of(), X, rng)
+                    if first_averaged is not None and batch_number >= first_averaged:
+                        average.add(self.components_)
                     total += outcome.objective
                     capped += outcome.capped_documents
                     if progress is not None:
@@ -585,11 +606,15 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                         break
                 if not hasattr(self, "components_"):
                     raise ValueError("batches yielded no document to learn from")
+                if n_batches is None:  # a stream: its length is known after one pass
+                    n_batches = batch_number
                 pass_objectives.append(total)
                 if progress is not None:
                     progress.end_pass(pass_number, batch_number, total)
                 if stop.requested:
                     break
+        if average.count:
+            self.components_ = average.mean()
         self.objective_ = np.asarray(pass_objectives)
         self.n_iter_ = len(pass_objectives)
         self.interrupted_ = stop.requested

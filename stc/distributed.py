@@ -483,14 +483,23 @@ class DaskOnlineTraining:
                                sum(r[2].capped_documents for r in results))
         return outcome, [r[4] for r in results]
 
-    def run(self, n_passes, progress=None, stop=None):
-        """``n_passes`` passes; returns (objective per pass, capped documents, interrupted)."""
+    def run(self, n_passes, progress=None, stop=None, topic_averaging=0.0):
+        """``n_passes`` passes; returns (objective per pass, capped documents, interrupted).
+
+        ``topic_averaging`` as `STC`'s: ``beta`` ends as the mean of the topics
+        after each of the last rounds of the last pass.
+        """
+        from stc.online import TopicAverage, averaging_start
+
         client = self.client
+        average = TopicAverage()
         selected = client.gather([client.submit(_online_select, p, *sel, pure=False)
                                   for p, sel in zip(self.parts, self._selection(1, 0))])
         pass_objectives, capped = [], 0
         for pass_number in range(1, n_passes + 1):
             total = 0.0
+            first_averaged = (averaging_start(self.n_rounds, topic_averaging)
+                              if pass_number == n_passes else None)
             for round_index in range(self.n_rounds):
                 if round_index + 1 < self.n_rounds:
                     following = self._selection(pass_number, round_index + 1)
@@ -504,6 +513,8 @@ class DaskOnlineTraining:
                         for p, sel in zip(self.parts, following) if sel is not None])
                     continue
                 outcome, selected = self._round(selected, following)
+                if first_averaged is not None and round_index + 1 >= first_averaged:
+                    average.add(self.beta)
                 total += outcome.objective
                 capped += outcome.capped_documents
                 if progress is not None:
@@ -515,4 +526,6 @@ class DaskOnlineTraining:
                 progress.end_pass(pass_number, self.n_rounds, total)
             if stop is not None and stop.requested:
                 break
+        if average.count:
+            self.beta = average.mean()
         return pass_objectives, capped, bool(stop is not None and stop.requested)

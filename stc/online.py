@@ -125,6 +125,44 @@ class OnlineStatistics:
         return cls(beta * code_sums, code_sums, np.full(beta.shape[0], np.nan))
 
 
+class TopicAverage:
+    """Mean of the topics over the last batches of the last pass (Polyak-Ruppert averaging).
+
+    The stochastic step's topics jitter from batch to batch with the batches'
+    noise; their mean over the last batches evens it out. On the training
+    split of 20 Newsgroups (K = 50, `benchmarks/tune_online.py`) averaging
+    over the second half of the last pass brought the validation objective
+    from 1.29 % to 0.97 % above batch learning's. Holds one (K, N) array.
+    """
+
+    def __init__(self):
+        self.total, self.count = None, 0
+
+    def add(self, beta):
+        if self.total is None:
+            self.total = np.array(beta, dtype=np.float64, copy=True)
+        else:
+            self.total += beta
+        self.count += 1
+
+    def mean(self):
+        """The mean topics (the running sum is divided in place and handed over)."""
+        mean, self.total = self.total, None
+        mean /= self.count
+        return mean
+
+
+def averaging_start(n_batches, share):
+    """Position (from 1) of the first batch of the last pass whose topics enter the average.
+
+    The last ceil(share x n_batches) batches are averaged; None when
+    ``share`` is 0 or the number of batches per pass is unknown.
+    """
+    if not n_batches or not share > 0:
+        return None
+    return n_batches - int(np.ceil(share * n_batches)) + 1
+
+
 @dataclass
 class BatchOutcome:
     """What coding and learning from one batch gave."""

@@ -115,13 +115,45 @@ def test_partial_fit_in_a_loop_reaches_the_batch_held_out_objective(batch_and_on
 def test_fit_stream_equals_partial_fit_loop(newsgroups):
     train, _ = newsgroups
     batches = [train.data[i:i + 300] for i in range(0, 900, 300)]
-    streamed = STC(**SMALL, learning_method="online", n_passes=2).fit_stream(batches)
+    streamed = STC(**SMALL, learning_method="online", n_passes=2,
+                   topic_averaging=0.0).fit_stream(batches)
     looped = STC(**SMALL)
     for _ in range(2):
         for batch in batches:
             looped.partial_fit(batch)
     np.testing.assert_array_equal(streamed.components_, looped.components_)
     assert streamed.n_iter_ == 2
+
+
+@pytest.mark.parametrize("share, averaged", [(0.5, 2), (0.25, 1), (1.0, 4)])
+def test_topic_averaging_is_the_mean_over_the_last_batches(newsgroups, share, averaged):
+    """fit_stream's topics: the mean of the topics after the last batches of the last pass."""
+    train, _ = newsgroups
+    batches = [train.data[i:i + 150] for i in range(0, 600, 150)]
+    streamed = STC(**SMALL, n_passes=2, topic_averaging=share).fit_stream(batches)
+    looped, after = STC(**SMALL), []
+    for _ in range(2):
+        for batch in batches:
+            after.append(looped.partial_fit(batch).components_.copy())
+    np.testing.assert_allclose(streamed.components_, np.mean(after[-averaged:], axis=0),
+                               rtol=1e-13, atol=1e-17)
+    assert_on_simplex(streamed.components_)
+    # the statistics are the last batch's, as without averaging
+    np.testing.assert_array_equal(streamed.online_code_sums_, looped.online_code_sums_)
+    # a stream of unknown length is averaged from its second pass on (counted in the first)
+    generated = STC(**SMALL, n_passes=2, topic_averaging=share).fit_stream(
+        _Reiterable(batches))
+    np.testing.assert_array_equal(generated.components_, streamed.components_)
+
+
+class _Reiterable:
+    """An iterable without len(): each iteration yields the batches again."""
+
+    def __init__(self, batches):
+        self.batches = batches
+
+    def __iter__(self):
+        return iter(self.batches)
 
 
 def test_one_shot_generator_needs_one_pass(newsgroups):
@@ -170,6 +202,8 @@ def test_online_progress_lines(newsgroups, capsys):
     (dict(learning_decay=1.5), ValueError, "learning_decay"),
     (dict(learning_offset=-1.0), ValueError, "learning_offset"),
     (dict(n_passes=0), ValueError, "n_passes"),
+    (dict(topic_averaging=1.5), ValueError, "topic_averaging"),
+    (dict(topic_averaging=-0.1), ValueError, "topic_averaging"),
 ])
 def test_bad_online_parameters(newsgroups, params, error, name):
     with pytest.raises(error, match=name):

@@ -46,7 +46,7 @@ import scipy.sparse as sp
 
 from stc._core._sparse_ops import mm_statistics, word_code_sums
 from stc.coding import code_new_documents
-from stc._core._simplex import mm_minimiser_rows
+from stc._core._simplex import mm_minimiser_rows, online_mm_step
 from stc.dictionary import CorpusLayout
 
 # A new term enters every topic with this share times its frequency in the
@@ -247,37 +247,18 @@ def stochastic_dictionary_step(beta, statistics, rho, n_docs, terms, sums, sums_
         statistics = OnlineStatistics.at_fixed_point(beta, plain.sum(axis=0) / n_docs)
     if statistics.multipliers is None:
         statistics.multipliers = np.full(beta.shape[0], np.nan)
-    responsibilities, code_sums = statistics.responsibilities, statistics.code_sums
-    # The past's weight falls to 1 - rho (in place: no (K, N) temporary); the
-    # batch's part lives on its terms only. np.take along the terms is several
-    # times faster than fancy indexing; products run on contiguous (K, terms)
-    # copies of the (terms, K) sums, each freed as soon as it is used.
-    responsibilities *= 1.0 - rho
-    code_sums *= 1.0 - rho
     # A and C scaled by 1 - rho scale the multiplier nu alike: Newton's start
     statistics.multipliers *= 1.0 - rho
-    batch_sums = np.ascontiguousarray(plain.T)
-    del plain
-    batch_sums /= n_docs
-    batch_sums *= rho
-    batch_sums += np.take(code_sums, terms, axis=1)
-    code_sums[:, terms] = batch_sums
-    del batch_sums
-    kept_responsibilities = (np.take(responsibilities, terms, axis=1) if max_steps > 1
-                             else None)
+    # The compiled step works row by row: the past's weight falls to 1 - rho in
+    # place, the batch's part enters on its terms only, the row is minimised.
+    terms = np.ascontiguousarray(terms, dtype=np.intp)
+    kept_responsibilities = np.empty((beta.shape[0], terms.size))
     for step in range(max_steps):
-        weighted_rows = np.ascontiguousarray(weighted.T)
-        del weighted
-        batch_part = np.take(beta, terms, axis=1)
-        batch_part *= weighted_rows
-        del weighted_rows
-        batch_part *= rho / n_docs
-        batch_part += (kept_responsibilities if kept_responsibilities is not None
-                       else np.take(responsibilities, terms, axis=1))
-        responsibilities[:, terms] = batch_part
-        del batch_part
-        simplex_minimiser(beta, responsibilities, code_sums, statistics.multipliers, n_jobs,
-                          out=beta)
+        online_mm_step(beta, statistics.responsibilities, statistics.code_sums,
+                       statistics.multipliers, terms, np.ascontiguousarray(weighted),
+                       np.ascontiguousarray(plain) if step == 0 else np.empty((0, 0)),
+                       kept_responsibilities, float(rho), float(n_docs), step == 0, 100, n_jobs)
+        plain = weighted = None
         if step + 1 < max_steps:
             # The batch's sums at the new topics, for the next MM step.
             weighted = sums_at(np.take(beta, terms, axis=1))

@@ -478,3 +478,63 @@ def mm_minimiser_rows(const double[:, ::1] beta, const double[:, ::1] responsibi
     if failed[0]:
         raise MemoryError("could not allocate the work space of the MM minimiser")
     return out
+
+
+def online_mm_step(double[:, ::1] beta, double[:, ::1] responsibilities,
+                   double[:, ::1] code_sums, double[::1] multipliers,
+                   const Py_ssize_t[::1] terms, const double[:, ::1] weighted,
+                   const double[:, ::1] plain, double[:, ::1] kept, double rho, double n_docs,
+                   bint first, int max_iter=100, n_jobs=None):
+    """One MM step of online learning's dictionary step, in place, topics in parallel.
+
+    For every topic k (row): on the ``first`` step of a batch, A and C (the
+    running statistics ``responsibilities`` and ``code_sums``, (K, N)) are
+    scaled by 1 - rho, the batch's code sums enter C on its ``terms``
+    (C += rho * plain / n_docs) and ``kept`` (K, len(terms)) receives A on
+    them; every step sets A = kept + (rho / n_docs) * beta * weighted on the
+    terms, with ``weighted`` the batch's MM sums at the current topics
+    ((len(terms), K), like ``plain``), and overwrites ``beta``'s row with the
+    exact minimiser on the simplex (`minimiser_row`). One pass of
+    row-local work per topic: no (K, N) temporary and no gather or scatter
+    through numpy.
+    """
+    cdef Py_ssize_t n_topics = beta.shape[0], n = beta.shape[1], n_terms = terms.shape[0]
+    cdef Py_ssize_t k, i, t
+    if (responsibilities.shape[0] != n_topics or responsibilities.shape[1] != n
+            or code_sums.shape[0] != n_topics or code_sums.shape[1] != n
+            or multipliers.shape[0] != n_topics or weighted.shape[0] != n_terms
+            or weighted.shape[1] != n_topics or kept.shape[0] != n_topics
+            or kept.shape[1] != n_terms
+            or (first and (plain.shape[0] != n_terms or plain.shape[1] != n_topics))):
+        raise ValueError("online_mm_step: statistics must be (K, N), the batch's sums "
+                         "(terms, K), kept (K, terms) and multipliers (K,)")
+    for t in range(n_terms):
+        if terms[t] < 0 or terms[t] >= n:
+            raise ValueError(f"online_mm_step: term {terms[t]} out of range [0, {n})")
+    cdef int n_threads = resolve_n_jobs(n_jobs)
+    cdef double decay = 1.0 - rho, weight = rho / n_docs
+    cdef double* packed
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    with nogil, parallel(num_threads=n_threads):
+        packed = <double*> malloc(2 * (n if n > 0 else 1) * sizeof(double))
+        if packed == NULL:
+            failed[0] = 1
+        for k in prange(n_topics, schedule="static"):
+            if packed == NULL:
+                continue
+            if first:
+                for i in range(n):
+                    responsibilities[k, i] = responsibilities[k, i] * decay
+                    code_sums[k, i] = code_sums[k, i] * decay
+                for t in range(n_terms):
+                    code_sums[k, terms[t]] = rho * (plain[t, k] / n_docs) + code_sums[k, terms[t]]
+                    kept[k, t] = responsibilities[k, terms[t]]
+            for t in range(n_terms):
+                responsibilities[k, terms[t]] = ((beta[k, terms[t]] * weighted[t, k]) * weight
+                                                 + kept[k, t])
+            multipliers[k] = minimiser_row(&responsibilities[k, 0], &code_sums[k, 0],
+                                           &beta[k, 0], &beta[k, 0], n, max_iter,
+                                           multipliers[k], packed, packed + n)
+        free(packed)
+    if failed[0]:
+        raise MemoryError("could not allocate the work space of the MM minimiser")

@@ -136,7 +136,7 @@ def main(argv=None):
     defaults = STC().get_params()
     online_setting = {k: online_params.get(k, defaults[k]) for k in
                       ("batch_size", "n_passes", "learning_decay", "learning_offset",
-                       "dictionary_max_iter")}
+                       "dictionary_max_iter", "topic_averaging")}
     gap = (online["held_out"] - batch["held_out"]) / batch["held_out"]
     speedup = batch["fit_time"] / online["fit_time"]
     memory_ratio = online["peak"] / batch["peak"]

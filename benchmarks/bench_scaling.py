@@ -13,10 +13,16 @@ generated corpora are cached there too (``.npz``).
 The corpus: ``make_stc_corpus(D, N, K, document_length=100, topics_per_document=3,
 random_state=0)`` (true topics from a Dirichlet(0.1), K true topics = K fitted).
 A point is an online fit of ``n_passes`` passes, ``STC(n_topics=K, random_state=0,
-learning_method="online")`` at the online defaults otherwise:
+learning_method="online", batch_size=2048, lambda_=0.03, gamma=10, rho=0.01,
+theta_penalty="l1")``: the weights are the sampling model's own (so the fit is the
+MAP estimate of the model the corpus came from; with the estimator's defaults, tuned
+for 20 Newsgroups, the topics are not recovered: cosine 0.16 at D = 1e5, K = 50), and
+batches of 2048 documents keep the per-batch K x N work small beside the coding:
 
-* in process with ``n_jobs`` threads: wall time per pass, and the peak of
-  ``tracemalloc`` during the fit (a second fit of one pass, traced);
+* in process with ``n_jobs`` threads: wall time per pass and the peak of
+  ``tracemalloc`` during the same fit (numpy reports its buffers to
+  tracemalloc; an online fit allocates a few dozen arrays per batch, so the
+  tracing costs little time);
 * on a LocalCluster of W one-thread workers (threads of one process), the
   corpus as W CSR row blocks: wall time per pass (the partitions' setup is
   reported apart);
@@ -66,9 +72,17 @@ def corpus(n_documents, n_features, n_topics):
     return X, sample.components, seconds
 
 
+# The sampling model's own weights (make_stc_corpus's gamma and rho, and the l1 prior
+# on theta with lambda = topics per document / document length): the fit is then the
+# MAP estimate of the model the corpus came from.
+MODEL_PARAMS = dict(lambda_=TOPICS_PER_DOCUMENT / DOCUMENT_LENGTH, gamma=10.0, rho=0.01,
+                    theta_penalty="l1")
+BATCH_SIZE = 2048
+
+
 def online_params(n_topics, n_jobs, n_passes):
     return dict(n_topics=n_topics, random_state=0, learning_method="online", n_jobs=n_jobs,
-                n_passes=n_passes)
+                n_passes=n_passes, batch_size=BATCH_SIZE, **MODEL_PARAMS)
 
 
 def fit_in_process(X, n_topics, n_jobs, n_passes):
@@ -76,12 +90,11 @@ def fit_in_process(X, n_topics, n_jobs, n_passes):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
         start = time.perf_counter()
         model = STC(**online_params(n_topics, n_jobs, n_passes)).fit(X)
         wall = time.perf_counter() - start
-        tracemalloc.start()
-        base = tracemalloc.get_traced_memory()[0]
-        STC(**online_params(n_topics, n_jobs, 1)).fit(X)
         peak = tracemalloc.get_traced_memory()[1] - base
         tracemalloc.stop()
     return wall, peak, model.components_
@@ -116,7 +129,8 @@ def measure(kind, n_documents, n_features, n_topics, parallel, n_passes, fingerp
     from stc.datasets import topic_recovery
 
     os.makedirs(CACHE, exist_ok=True)
-    key = f"{kind}{parallel}_D{n_documents}_N{n_features}_K{n_topics}_p{n_passes}"
+    key = (f"{kind}{parallel}_D{n_documents}_N{n_features}_K{n_topics}_p{n_passes}"
+           f"_b{BATCH_SIZE}")
     path = os.path.join(CACHE, key + ".json")
     if os.path.exists(path):
         with open(path, encoding="utf-8") as handle:
@@ -195,8 +209,10 @@ def main(argv=None):
         "# Scaling of online STC on corpora sampled from STC's model", "",
         f"Corpora: `make_stc_corpus(D, N={args.features}, K, document_length="
         f"{DOCUMENT_LENGTH:g}, topics_per_document={TOPICS_PER_DOCUMENT}, random_state=0)`; "
-        "fits: `STC(n_topics=K, random_state=0, learning_method='online')`, online defaults "
-        "otherwise. Every point cached for the measured sources is listed (points may come "
+        f"fits: `STC(n_topics=K, random_state=0, learning_method='online', batch_size="
+        f"{BATCH_SIZE}, " + ", ".join(f"{k}={v!r}" for k, v in MODEL_PARAMS.items())
+        + ")`, online defaults otherwise. Every point cached for the measured sources is "
+        "listed (points may come "
         "from several runs: the load columns say how busy the shared 2-core VM was).", "",
         f"Command of the last run: `{command.strip()}`", "",
         "Machine:", "",

@@ -109,6 +109,8 @@ def main(argv=None):
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--accuracy-top", type=int, default=4)
     parser.add_argument("--output", default=DEFAULT_OUTPUT)
+    parser.add_argument("--cached-only", action="store_true",
+                        help="fit nothing: report every setting measured so far (all grids run)")
     args = parser.parse_args(argv)
     start_uptime = uptime_line()
     train, test, summary = load_corpus(args.data)
@@ -122,6 +124,12 @@ def main(argv=None):
                                       numbers(args.offsets), numbers(args.steps, int),
                                       numbers(args.averaging)))
     records = []
+    if args.cached_only:
+        settings = []
+        for name in sorted(os.listdir(CACHE)):
+            if name.startswith(f"online_K{args.topics}_") and name.endswith(".json"):
+                with open(os.path.join(CACHE, name), encoding="utf-8") as handle:
+                    records.append(json.load(handle))
     for batch_size, decay, offset, steps, averaging in settings:
         params = dict(common, learning_method="online", batch_size=batch_size,
                       learning_decay=decay, learning_offset=offset, dictionary_max_iter=steps,
@@ -130,7 +138,7 @@ def main(argv=None):
                f"_p{args.passes}_a{averaging:g}")
         records.append(measure(key, params, fit_part, validation, fingerprint, False))
     records.sort(key=lambda r: r["validation_objective"])
-    for i, record in enumerate(records[:args.accuracy_top]):
+    for i, record in enumerate([] if args.cached_only else records[:args.accuracy_top]):
         records[i] = measure(record["key"], dict(common, **record["params"]), fit_part,
                              validation, fingerprint, True)
     reference = batch["validation_objective"]
@@ -142,9 +150,10 @@ def main(argv=None):
         p = r["params"]
         accuracy = "" if r.get("accuracy") is None else f"{r['accuracy']:.4f} ({r['C']:g})"
         gap = 100 * (r["validation_objective"] - reference) / reference
+        averaging = "" if name == "batch" else p.get("topic_averaging", 0)
         return (f"| {name} | {p.get('batch_size', '')} | {p.get('learning_decay', '')} | "
                 f"{p.get('learning_offset', '')} | {p.get('dictionary_max_iter', 3)} | "
-                f"{p.get('topic_averaging', 0)} | "
+                f"{averaging} | "
                 f"{r['passes']} | {r['fit_time']:.1f} | {r['load'].split()[0]} | "
                 f"{r['validation_objective']:.6e} | {gap:+.2f} % | {accuracy} | "
                 f"{r['fingerprint']} |")

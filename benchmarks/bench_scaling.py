@@ -5,8 +5,9 @@ Usage::
     nice python benchmarks/bench_scaling.py --documents 100000 --topics 50,100 \\
         [--features 20000] [--threads 1,2] [--workers 2] [--passes 1] [--output ...]
 
-Each measured point is cached as JSON under ``benchmarks/.cache/scaling`` and
-the report (``benchmarks/results_scaling.md``) lists every cached point, so
+Each measured point is cached as JSON under ``benchmarks/.cache/scaling`` (keyed
+by the setting and the sources' fingerprint) and the report
+(``benchmarks/results_scaling.md``) lists every cached point with its sources, so
 that the grid can be measured in several runs of a few minutes each. The
 generated corpora are cached there too (``.npz``).
 
@@ -131,7 +132,7 @@ def measure(kind, n_documents, n_features, n_topics, parallel, n_passes, fingerp
     os.makedirs(CACHE, exist_ok=True)
     key = (f"{kind}{parallel}_D{n_documents}_N{n_features}_K{n_topics}_p{n_passes}"
            f"_b{BATCH_SIZE}")
-    path = os.path.join(CACHE, key + ".json")
+    path = os.path.join(CACHE, f"{key}_{fingerprint}.json")
     if os.path.exists(path):
         with open(path, encoding="utf-8") as handle:
             record = json.load(handle)
@@ -164,13 +165,13 @@ def report(fingerprint):
         if name.endswith(".json"):
             with open(os.path.join(CACHE, name), encoding="utf-8") as handle:
                 record = json.load(handle)
-            if record["fingerprint"] == fingerprint:
-                records.append(record)
+            records.append(record)
     records.sort(key=lambda r: (r["topics"], r["documents"], r["kind"], r["parallel"],
-                                r["passes"]))
+                                r["passes"], r["date"]))
     rows = ["| D | K | nnz | tokens | run on | passes | s per pass | ns per entry x topic "
-            "| fit peak (MiB, tracemalloc) | topic recovery (cosine) | load before / after |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| fit peak (MiB, tracemalloc) | topic recovery (cosine) | load before / after "
+            "| sources |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in records:
         where = (f"in process, {r['parallel']} thread(s)" if r["kind"] == "threads"
                  else f"{r['parallel']} dask worker(s) x 1 thread")
@@ -180,7 +181,7 @@ def report(fingerprint):
                     f"{r['tokens']:.3g} | {where} | {r['passes']} | "
                     f"{r['seconds_per_pass']:.1f} | {per_entry:.1f} | {peak} | "
                     f"{r['recovery']:.3f} | {r['load_before'].split()[0]} / "
-                    f"{r['load_after'].split()[0]} |")
+                    f"{r['load_after'].split()[0]} | {r['fingerprint']} |")
     return rows
 
 
@@ -211,9 +212,9 @@ def main(argv=None):
         f"{DOCUMENT_LENGTH:g}, topics_per_document={TOPICS_PER_DOCUMENT}, random_state=0)`; "
         f"fits: `STC(n_topics=K, random_state=0, learning_method='online', batch_size="
         f"{BATCH_SIZE}, " + ", ".join(f"{k}={v!r}" for k, v in MODEL_PARAMS.items())
-        + ")`, online defaults otherwise. Every point cached for the measured sources is "
-        "listed (points may come "
-        "from several runs: the load columns say how busy the shared 2-core VM was).", "",
+        + ")`, online defaults otherwise. Every measured point is listed with the sources "
+        "it ran on (points come from several runs: the load columns say how busy the shared "
+        "2-core VM was).", "",
         f"Command of the last run: `{command.strip()}`", "",
         "Machine:", "",
         *machine_info("threads: per row"),

@@ -117,11 +117,16 @@ def validate_params(params, constraints, owner):
             raise ValueError(f"{owner}: {name} must be {accepted}, got {value!r}")
 
 
+def all_in_chunks(values, test, chunk=1 << 20):
+    """``np.all(test(values))`` without a temporary as large as ``values`` (1-D)."""
+    return all(bool(np.all(test(values[i:i + chunk]))) for i in range(0, values.size, chunk))
+
+
 def is_count_matrix_layout(X):
     """True if X is already CSR float64 with sorted unique int32 indices and no stored zero."""
     return (sp.issparse(X) and X.format == "csr" and X.dtype == np.float64
             and X.indices.dtype == np.int32 and X.indptr.dtype == np.int32
-            and X.has_canonical_format and not (X.nnz and np.any(X.data == 0)))
+            and X.has_canonical_format and all_in_chunks(X.data, lambda v: v != 0))
 
 
 def as_count_matrix(X, loss, name="X", copy=True):
@@ -140,7 +145,8 @@ def as_count_matrix(X, loss, name="X", copy=True):
         raise TypeError(f"{name} must be converted by check_array first")
     X.sum_duplicates()
     X.sort_indices()
-    if X.nnz and not np.all(np.isfinite(X.data)):
+    # checked in chunks: online learning reads a large X without copying it
+    if X.nnz and not all_in_chunks(X.data, np.isfinite):
         raise ValueError(f"{name} contains NaN or infinite values")
     if X.nnz and X.data.min() < 0:
         raise ValueError(f"Negative values in data passed to {name}: STC needs non-negative counts "

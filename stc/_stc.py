@@ -469,6 +469,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.online_code_sums_ = training.statistics.code_sums
         self._online_multipliers = training.statistics.multipliers
         self.n_batch_iter_ = training.n_batch_iter
+        self.term_counts_ = training.term_counts  # every round's tokens, as partial_fit sums
         self.objective_ = np.asarray(pass_objectives)
         self.n_iter_ = len(pass_objectives)
         self.interrupted_ = interrupted

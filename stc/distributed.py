@@ -411,6 +411,7 @@ class DaskOnlineTraining:
         self.rng = check_random_state(random_state)
         self.beta = self.statistics = None
         self.n_batch_iter = 0
+        self.term_counts = np.zeros(self.n_features)  # tokens of every round, per term
         self.busy_seconds = np.zeros(len(self.parts))  # time inside the kernels, per partition
 
     def _selection(self, pass_number, round_index):
@@ -443,6 +444,7 @@ class DaskOnlineTraining:
         counts = np.zeros(self.n_features)
         for _, terms, term_counts, _ in selected:
             counts[terms] += term_counts
+        self.term_counts += counts
         if self.beta is None:
             self.beta = self._initial_topics(selected, counts)
         introduce_terms_by_count(self.beta, counts)

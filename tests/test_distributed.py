@@ -90,6 +90,7 @@ def test_online_fit_is_fit_stream_over_the_partitions_batches(client, newsgroups
     np.testing.assert_allclose(spread.components_, local.components_, rtol=1e-9, atol=1e-15)
     np.testing.assert_allclose(spread.online_code_sums_, local.online_code_sums_, rtol=1e-9)
     np.testing.assert_allclose(spread.objective_.sum(), local.objective_[0], rtol=1e-12)
+    np.testing.assert_array_equal(spread.term_counts_, local.term_counts_)  # for score
     assert np.all(spread.components_ >= 0)
     np.testing.assert_allclose(spread.components_.sum(axis=1), 1.0, rtol=0, atol=1e-12)
 

@@ -125,3 +125,17 @@ def stc_lines():
 def machine_info(threads_line):
     """Markdown bullet lines: date, machine, thread pools, versions, measured sources."""
     return machine_lines(threads_line) + stc_lines()
+
+
+def machine_section(threads_line, start_uptime, last_run=False):
+    """A report's "Machine:" block, closed by the load at the run's start and end."""
+    start, end = ("at start of the last run", "at its end") if last_run else ("at start", "at end")
+    return ["Machine:", "", *machine_info(threads_line),
+            f"- `uptime` {start}: `{start_uptime}`", f"- `uptime` {end}: `{uptime_line()}`", ""]
+
+
+def publish(text, path):
+    """Print a report and write it to its results file."""
+    print(text)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)

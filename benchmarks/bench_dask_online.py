@@ -30,7 +30,7 @@ import warnings
 import numpy as np
 
 from _common import REPO_ROOT, add_data_option, load_corpus, log
-from _machine import load_average, machine_info, uptime_line
+from _machine import load_average, machine_section, publish, uptime_line
 
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_dask_online.md")
 
@@ -146,16 +146,11 @@ def main(argv=None):
         f"median of {args.repeats} interleaved runs per setting. The machine is a shared "
         "2-core VM.", "",
         f"Command: `{command.strip()}`", "",
-        "Machine:", "",
-        *machine_info("threads per worker: 1"),
-        f"- `uptime` at start: `{start_uptime}`",
-        f"- `uptime` at end: `{uptime_line()}`", "",
+        *machine_section("threads per worker: 1", start_uptime),
         f"Data: {summary}", "",
         *rows, "",
     ])
-    print(text)
-    with open(args.output, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    publish(text, args.output)
     return 0
 
 

@@ -40,7 +40,7 @@ import warnings
 import numpy as np
 
 from _common import REPO_ROOT, add_data_option, load_corpus, log
-from _machine import load_average, machine_info, uptime_line
+from _machine import load_average, machine_section, publish, uptime_line
 
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_online.md")
 
@@ -169,17 +169,12 @@ def main(argv=None):
         "...); the fit time is the median and the ratio compares medians. The machine is a "
         "shared 2-core VM: the load averages say how busy it was.", "",
         f"Command: `{command.strip()}`", "",
-        "Machine:", "",
-        *machine_info(f"threads used (n_jobs): {args.threads}"),
-        f"- `uptime` at start: `{start_uptime}`",
-        f"- `uptime` at end: `{uptime_line()}`", "",
+        *machine_section(f"threads used (n_jobs): {args.threads}", start_uptime),
         f"Data: {summary}", "",
         *rows, "",
         "| target | measured | |", "|---|---|---|", *targets, "",
     ])
-    print(text)
-    with open(args.output, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    publish(text, args.output)
     return 0
 
 

@@ -42,7 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from _common import REPO_ROOT, log
-from _machine import load_average, machine_info, source_fingerprint, uptime_line
+from _machine import load_average, machine_section, publish, source_fingerprint, uptime_line
 
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_scaling.md")
 CACHE = os.path.join(REPO_ROOT, "benchmarks", ".cache", "scaling")
@@ -216,15 +216,10 @@ def main(argv=None):
         "it ran on (points come from several runs: the load columns say how busy the shared "
         "2-core VM was).", "",
         f"Command of the last run: `{command.strip()}`", "",
-        "Machine:", "",
-        *machine_info("threads: per row"),
-        f"- `uptime` at start of the last run: `{start_uptime}`",
-        f"- `uptime` at its end: `{uptime_line()}`", "",
+        *machine_section("threads: per row", start_uptime, last_run=True),
         *report(fingerprint), "",
     ])
-    print(text)
-    with open(args.output, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    publish(text, args.output)
     return 0
 
 

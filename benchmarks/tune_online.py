@@ -36,7 +36,7 @@ import warnings
 import numpy as np
 
 from _common import REPO_ROOT, add_data_option, load_corpus, log
-from _machine import load_average, machine_info, source_fingerprint, uptime_line
+from _machine import load_average, machine_section, publish, source_fingerprint, uptime_line
 from bench_online import svm_accuracy
 
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_online_tuning.md")
@@ -167,16 +167,11 @@ def main(argv=None):
         f"{validation_rows.size} documents, both from the training split (seed 0); the test "
         "split is not read. Online settings are sorted by validation objective.", "",
         f"Command: `{command.strip()}`", "",
-        "Machine:", "",
-        *machine_info(f"threads used (n_jobs): {args.threads}"),
-        f"- `uptime` at start: `{start_uptime}`",
-        f"- `uptime` at end: `{uptime_line()}`", "",
+        *machine_section(f"threads used (n_jobs): {args.threads}", start_uptime),
         f"Data: {summary}", "",
         *rows, "",
     ])
-    print(text)
-    with open(args.output, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    publish(text, args.output)
     return 0
 
 

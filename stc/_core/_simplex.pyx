@@ -207,6 +207,30 @@ def simplex_multipliers(a_rows, c_rows, int max_iter=100, n_jobs=None):
     return out
 
 
+cdef double fill_row_with_spare_mass(const double* a, const double* c, Py_ssize_t n,
+                                     double spare, double* out) noexcept nogil:
+    """The row at nu = -c_spare (see `mm_update_row`); returns its sum, about one.
+
+    Entries with a_n > 0 get a_n / (c_n - c_spare); the mass they leave goes in
+    equal shares to the entries with a_n = 0 and c_n = c_spare.
+    """
+    cdef double total = 0.0, slack
+    cdef Py_ssize_t i, n_spare = 0
+    for i in range(n):
+        if a[i] > 0.0:
+            out[i] = a[i] / (c[i] - spare)
+            total = total + out[i]
+        else:
+            out[i] = 0.0
+            if c[i] == spare:
+                n_spare += 1
+    slack = 1.0 - total if total < 1.0 else 0.0
+    for i in range(n):
+        if not a[i] > 0.0 and c[i] == spare:
+            out[i] = slack / n_spare
+    return total + slack
+
+
 cdef double mm_update_row(const double* a, const double* c, const double* beta_row,
                           double* out, Py_ssize_t n, int max_iter,
                           double nu_start) noexcept nogil:
@@ -223,8 +247,8 @@ cdef double mm_update_row(const double* a, const double* c, const double* beta_r
     that never occurs then lowers every mean at no cost, which is where the
     exact minimiser of F goes too. A collapsed topic (every a_n = 0) is copied.
     """
-    cdef double lowest, u, nu, spare = INFINITY, total = 0.0, slack
-    cdef Py_ssize_t i, n_spare = 0
+    cdef double lowest, u, nu, spare = INFINITY, total = 0.0
+    cdef Py_ssize_t i
     u = shifted_row_multiplier(a, c, n, max_iter, nu_start, &lowest)
     if u != u:  # NaN: collapsed topic, keep it
         for i in range(n):
@@ -235,19 +259,7 @@ cdef double mm_update_row(const double* a, const double* c, const double* beta_r
             spare = c[i]
     if u < lowest - spare:
         nu = -spare
-        for i in range(n):
-            if a[i] > 0.0:
-                out[i] = a[i] / (c[i] - spare)
-                total = total + out[i]
-            else:
-                out[i] = 0.0
-                if c[i] == spare:
-                    n_spare += 1
-        slack = 1.0 - total if total < 1.0 else 0.0
-        for i in range(n):
-            if not a[i] > 0.0 and c[i] == spare:
-                out[i] = slack / n_spare
-        total = total + slack
+        total = fill_row_with_spare_mass(a, c, n, spare, out)
     elif u >= lowest:  # nu >= 0: c + nu >= 0 + 0 does not cancel
         nu = u - lowest
         for i in range(n):
@@ -372,8 +384,8 @@ cdef double minimiser_row(const double* a, const double* c, const double* beta_r
     MM step on all K x N statistics, so its cost counts.
     """
     cdef double lowest = INFINITY, spare = INFINITY, total = 0.0, low = 0.0, high, u
-    cdef double sums, slope, step, nu, slack
-    cdef Py_ssize_t i, m = 0, n_spare = 0
+    cdef double sums, slope, step, nu
+    cdef Py_ssize_t i, m = 0
     cdef int it
     for i in range(n):
         if a[i] > 0.0:
@@ -411,20 +423,7 @@ cdef double minimiser_row(const double* a, const double* c, const double* beta_r
             break
         u = step
     if u < lowest - spare:  # codes overshoot the data: nu = -c_spare, spare mass
-        total = 0.0
-        for i in range(n):
-            if a[i] > 0.0:
-                out[i] = a[i] / (c[i] - spare)
-                total = total + out[i]
-            else:
-                out[i] = 0.0
-                if c[i] == spare:
-                    n_spare += 1
-        slack = 1.0 - total if total < 1.0 else 0.0
-        for i in range(n):
-            if not a[i] > 0.0 and c[i] == spare:
-                out[i] = slack / n_spare
-        total = total + slack
+        total = fill_row_with_spare_mass(a, c, n, spare, out)
         nu = -spare
     else:
         total = stc_fill_row(a, c, n, lowest, u, out)

@@ -31,6 +31,9 @@ from sklearn.exceptions import NotFittedError
 
 FORMAT_NAME = "stc-model"
 FORMAT_VERSION = 1
+# Parameters added after format version 1: a file written before one existed (so without
+# it) was fitted with the value given here, which is not always today's default.
+VALUES_BEFORE_THE_PARAMETER = {"rho_units": "absolute"}
 METADATA_MEMBER = "metadata.json"
 ARRAY_SUFFIX = ".npy"
 
@@ -370,6 +373,8 @@ def load(path):
             f"import the module that registers it (stc.losses.register({loss!r}, ...)) before "
             f"loading; registered losses: {registered_losses()}")
     cls = estimator_classes[estimator]
+    for name, value in VALUES_BEFORE_THE_PARAMETER.items():
+        params.setdefault(name, value)
     unknown = sorted(set(params) - set(cls().get_params(deep=False)))
     if unknown:
         raise ModelFileError(f"{path} sets parameters {unknown} that this stc's {estimator} does "

@@ -168,7 +168,11 @@ def _add_data_options(parser, for_fit):
 
 def _add_model_options(parser):
     # Options left out are not passed on, so the estimator's own default applies.
-    model = parser.add_argument_group("model options (defaults are the estimators')")
+    model = parser.add_argument_group(
+        "model options (defaults are the estimators')",
+        "The defaults of --rho, --rho-units and --theta-penalty are the knee of the "
+        "sparsity-accuracy frontier measured on 20 Newsgroups; the paper's setting is "
+        "--rho 0.01 --rho-units absolute, with --theta-penalty l2 for stc.")
     model.argument_default = argparse.SUPPRESS
     model.add_argument("--model", choices=("stc", "medstc"), default="stc",
                        help="STC (unsupervised) or MedSTC (supervised: needs labelled "

@@ -17,6 +17,10 @@ travel. Per outer iteration
   each further MM step, scatters the candidate topics and gathers the
   partitions' loss and sums at them.
 
+Before the first coding step the partitions' entry counts and token totals give
+w_bar, the mean count of a stored entry of the whole array (``count_scale_``,
+which rho in relative units needs).
+
 The arithmetic is that of the single-machine fit; only the order of the
 sums over documents differs (partition by partition), so the fitted topics
 agree with ``fit`` on the whole matrix up to floating-point reduction order.
@@ -80,9 +84,9 @@ class Partition:
         return self._layout
 
     def summary(self):
-        """(documents, term totals, row of each non-empty document)."""
+        """(documents, term totals, row of each non-empty document, stored entries)."""
         return (self.X.shape[0], np.asarray(self.X.sum(axis=0)).ravel(),
-                np.flatnonzero(np.diff(self.X.indptr) > 0))
+                np.flatnonzero(np.diff(self.X.indptr) > 0), self.X.nnz)
 
 
 def _prepare(block, loss, n_features):
@@ -172,24 +176,29 @@ def _partitions(client, X, loss):
 
 
 class DaskTraining:
-    """The partitions of one fit and the steps of `stc.training.alternate` on them."""
+    """The partitions of one fit and the steps of `stc.training.alternate` on them.
 
-    def __init__(self, client, X, problem, n_topics, random_state, n_jobs):
+    ``problem_for(count_scale)`` gives the coding problem once the mean count
+    of a stored entry of the whole array is known (rho in relative units needs it).
+    """
+
+    def __init__(self, client, X, loss, problem_for, n_topics, random_state, n_jobs):
         from stc._stc import dictionary_from_draws, initial_dictionary_draws
 
-        self.client, self.problem, self.n_jobs = client, problem, n_jobs
-        self.loss = problem.loss
+        self.client, self.n_jobs = client, n_jobs
+        self.loss = loss
         n_features = X.shape[1]
         self.parts = _partitions(client, X, self.loss)
         summaries = client.gather([client.submit(_summary, p) for p in self.parts])
-        offsets = np.cumsum([0] + [n for n, _, _ in summaries])
+        offsets = np.cumsum([0] + [n for n, _, _, _ in summaries])
         self.n_docs = int(offsets[-1])
-        corpus = np.sum([c for _, c, _ in summaries], axis=0)
+        corpus = np.sum([c for _, c, _, _ in summaries], axis=0)
         self.term_counts = np.asarray(corpus, dtype=np.float64)  # the model's term_counts_
         if not corpus.sum() > 0:
             raise ValueError("X has no non-zero entry: every document is empty, so there is "
                              "nothing to learn topics from")
-        nonempty = np.concatenate([rows + offsets[i] for i, (_, _, rows) in
+        self.problem = problem_for(float(corpus.sum()) / sum(nnz for _, _, _, nnz in summaries))
+        nonempty = np.concatenate([rows + offsets[i] for i, (_, _, rows, _) in
                                    enumerate(summaries)])
         draws = initial_dictionary_draws(nonempty, n_features, n_topics, random_state)
         # Each partition sums the chosen documents it holds (draw by draw).
@@ -285,8 +294,9 @@ def round_rows(n_rows, n_rounds, round_index):
     return (round_index * n_rows) // n_rounds, ((round_index + 1) * n_rows) // n_rounds
 
 
-def _n_rows(partition):
-    return partition.X.shape[0]
+def _size(partition):
+    """(documents, stored entries, sum of the stored counts) of the partition."""
+    return partition.X.shape[0], partition.X.nnz, float(np.sum(partition.X.data))
 
 
 def _online_select(partition, entropy, pass_number, partition_index, n_rounds, round_index):
@@ -386,26 +396,35 @@ class DaskOnlineTraining:
 
     The arithmetic is `STC.fit_stream` over those mini-batches: the learned
     topics agree with it up to floating-point reduction order (a test checks
-    it). The first round's documents give the initial topics, drawn as
+    it). One difference: with rho in relative units, w_bar (``count_scale_``)
+    is the whole array's, as ``fit`` takes it in memory, where ``fit_stream``
+    takes its first batch's. The first round's documents give the initial topics, drawn as
     `stc._stc.initial_dictionary` draws them (only the chosen documents' term
     sums travel). Memory on a worker: its partition, the row order of the
     current pass and one slice's word codes; on the client: three K x N
     arrays and one round's sums.
     """
 
-    def __init__(self, client, X, problem, n_topics, random_state, n_jobs, *, batch_size,
-                 learning_offset, learning_decay, max_steps):
+    def __init__(self, client, X, loss, problem_for, n_topics, random_state, n_jobs, *,
+                 batch_size, learning_offset, learning_decay, max_steps):
         from sklearn.utils import check_random_state
 
-        self.client, self.problem, self.n_jobs = client, problem, n_jobs
+        self.client, self.n_jobs = client, n_jobs
         self.n_topics, self.max_steps = n_topics, max_steps
         self.learning_offset, self.learning_decay = learning_offset, learning_decay
         self.n_features = X.shape[1]
-        self.parts = _partitions(client, X, problem.loss)
-        self.sizes = client.gather([client.submit(_n_rows, p) for p in self.parts])
+        self.parts = _partitions(client, X, loss)
+        sizes = client.gather([client.submit(_size, p) for p in self.parts])
+        self.sizes = [rows for rows, _, _ in sizes]
         self.n_docs = int(sum(self.sizes))
         if self.n_docs == 0:
             raise ValueError("X has no document to learn from")
+        n_entries = sum(nnz for _, nnz, _ in sizes)
+        if n_entries == 0:
+            raise ValueError("X has no non-zero entry: every document is empty, so there is "
+                             "nothing to learn topics from")
+        # w_bar of the whole array, as fit in memory takes it (not of the first round)
+        self.problem = problem_for(sum(total for _, _, total in sizes) / n_entries)
         self.n_rounds = max(1, -(-self.n_docs // batch_size))
         self.entropy = online_entropy(random_state)
         self.rng = check_random_state(random_state)

@@ -157,17 +157,21 @@ def test_evaluate_stc_gives_objective_held_out_loss_and_completion_score(stc_mod
     score = model.score(test.data)
     assert float(completion.group(1)) == pytest.approx(score, rel=1e-5)
     assert float(completion.group(2)) == pytest.approx(np.exp(-score), rel=1e-5)
-    # Objective (2) = loss + lambda ||theta||^2 + sum_n (gamma ||s_n - theta||^2 + rho |s_n|_1)
+    # Objective (2) = loss + lambda pen(theta) + sum_n (gamma ||s_n - theta||^2 + rho |s_n|_1)
     # over the words of terms the topics know (others are not coded): the printed loss
-    # must be what is left of the objective after the penalties.
+    # must be what is left of the objective after the penalties. At the defaults pen is
+    # the l1 norm, gamma = lambda and rho is in relative units (effective_rho_ in (2)).
+    assert (model.theta_penalty, model.gamma, model.rho_units) == ("l1", None, "relative")
     theta, codes = model.transform(test.data), model.word_codes(test.data).toarray()
     X = test.data
     known = model.components_.sum(axis=0)[X.indices] > 0
     assert not known.all()  # the test split has terms the training split lacks
     document = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))[known]
-    penalties = (model.lambda_ * np.sum(theta ** 2)
+    assert model.effective_rho_ == pytest.approx(
+        model.rho * np.sqrt(2 * model.lambda_ * model.count_scale_), rel=1e-14)
+    penalties = (model.lambda_ * np.sum(theta)
                  + model.lambda_ * np.sum((codes[known] - theta[document]) ** 2)
-                 + model.rho * np.sum(codes))
+                 + model.effective_rho_ * np.sum(codes))
     unseen = int(re.search(r"(\d+) words of terms the model never saw", out).group(1))
     assert unseen == X.data[~known].sum()
     assert 0 < loss < objective
@@ -390,6 +394,16 @@ def test_every_option_explains_itself_with_its_default(capsys):
                 (name, action.option_strings)
         status, out, _ = run([name, "--help"], capsys)
         assert status == EXIT_OK and "exit status" in out
+
+
+def test_help_states_the_estimators_defaults(capsys):
+    # the knee of the measured frontier (STC and MedSTC), and MedSTC's l2 penalty on theta
+    status, out, _ = run(["fit", "--help"], capsys)
+    assert status == EXIT_OK
+    text = " ".join(out.split())  # argparse wraps the help
+    assert "weight of the word-code penalty (default: 0.02)" in text
+    assert "(default: relative)" in text
+    assert "penalty on document codes (default: l1 for stc, l2 for medstc)" in text
 
 
 # ---- the installed console script

@@ -10,6 +10,12 @@ from stc import STC
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
+# The paper's parameterisation (the defaults when the tests comparing a fit on the
+# cluster with one in memory were written): rho in absolute units is the same for an
+# online fit on the cluster (w_bar of the whole array) and fit_stream (w_bar of its
+# first batch). The defaults are checked on the cluster at the end.
+PAPER = dict(rho=0.01, rho_units="absolute", theta_penalty="l2")
+
 
 @pytest.fixture(scope="module")
 def client():
@@ -33,7 +39,7 @@ def dask_rows(X, rows_per_block):
 def test_batch_fit_matches_the_single_machine_fit(client, newsgroups):
     train, _ = newsgroups
     X = train.data[:600]
-    params = dict(n_topics=4, max_iter=5, random_state=0)
+    params = dict(n_topics=4, max_iter=5, random_state=0, **PAPER)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # max_iter is small on purpose
         local = STC(**params).fit(X)
@@ -80,7 +86,7 @@ def test_online_fit_is_fit_stream_over_the_partitions_batches(client, newsgroups
     # topic_averaging=0: the average's window is the last pass's, which fit_stream over
     # all passes' batches in one pass would not know
     params = dict(n_topics=4, random_state=0, learning_method="online", batch_size=128,
-                  dictionary_max_iter=2, topic_averaging=0.0)
+                  dictionary_max_iter=2, topic_averaging=0.0, **PAPER)
     spread = STC(**params, n_passes=2).fit(dask_rows(X, 250))
     batches = schedule_batches(X, 250, 128, 2, entropy=0)
     assert len(batches) == 10 and sum(b.shape[0] for b in batches) == 1200
@@ -98,9 +104,10 @@ def test_online_fit_with_uneven_partitions_and_empty_rounds(client, newsgroups):
     """Partitions smaller than the number of rounds leave some rounds empty: they are skipped."""
     X = newsgroups[0].data[:9]
     spread = STC(n_topics=2, random_state=1, learning_method="online", batch_size=1,
-                 n_passes=1, topic_averaging=0.0).fit(dask_rows(X, 3))
+                 n_passes=1, topic_averaging=0.0, **PAPER).fit(dask_rows(X, 3))
     batches = [b for b in schedule_batches(X, 3, 1, 1, entropy=1) if b.shape[0]]
-    local = STC(n_topics=2, random_state=1, n_passes=1, topic_averaging=0.0).fit_stream(batches)
+    local = STC(n_topics=2, random_state=1, n_passes=1, topic_averaging=0.0,
+                **PAPER).fit_stream(batches)
     assert spread.n_batch_iter_ == len(batches) == 3  # rounds 3, 6 and 9 of 9
     np.testing.assert_allclose(spread.components_, local.components_, rtol=1e-9, atol=1e-15)
 
@@ -114,7 +121,7 @@ def test_online_fit_with_workers_in_their_own_processes(newsgroups):
     """
     X = newsgroups[0].data[:300]
     params = dict(n_topics=3, random_state=0, learning_method="online", batch_size=100,
-                  n_passes=1)
+                  n_passes=1, **PAPER)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
@@ -124,3 +131,34 @@ def test_online_fit_with_workers_in_their_own_processes(newsgroups):
         cluster.close()
     local = STC(**params).fit_stream(schedule_batches(X, 150, 100, 1, entropy=0))
     np.testing.assert_allclose(spread.components_, local.components_, rtol=1e-9, atol=1e-15)
+
+
+def test_the_defaults_on_the_cluster(client, newsgroups):
+    """rho in relative units (the default) and the l1 penalty on theta, in both modes.
+
+    w_bar (count_scale_) is gathered from the partitions: that of the whole array, as
+    fit in memory takes it. Batch: the fit in memory. Online: fit_stream over the same
+    mini-batches with the absolute rho that w_bar gives.
+    """
+    X = newsgroups[0].data[:600]
+    w_bar = float(X.sum() / X.nnz)
+    assert STC().get_params()["rho_units"] == "relative"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # max_iter is small on purpose
+        local = STC(n_topics=4, max_iter=5, random_state=0).fit(X)
+        spread = STC(n_topics=4, max_iter=5, random_state=0).fit(dask_rows(X, 250))
+    assert spread.count_scale_ == pytest.approx(w_bar, rel=1e-14)
+    assert spread.effective_rho_ == pytest.approx(0.02 * np.sqrt(2 * 0.1 * w_bar), rel=1e-14)
+    assert spread.n_iter_ == local.n_iter_
+    np.testing.assert_allclose(spread.objective_, local.objective_, rtol=1e-10)
+    np.testing.assert_allclose(spread.components_, local.components_, rtol=1e-7, atol=1e-12)
+
+    online = dict(n_topics=4, random_state=0, learning_method="online", batch_size=128,
+                  dictionary_max_iter=2, topic_averaging=0.0)
+    spread = STC(**online, n_passes=2).fit(dask_rows(X, 250))
+    assert spread.count_scale_ == pytest.approx(w_bar, rel=1e-14)
+    local = STC(**online, n_passes=1, rho=spread.effective_rho_, rho_units="absolute").fit_stream(
+        schedule_batches(X, 250, 128, 2, entropy=0))
+    assert local.theta_penalty == spread.theta_penalty == "l1"
+    np.testing.assert_allclose(spread.components_, local.components_, rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(spread.objective_.sum(), local.objective_[0], rtol=1e-12)

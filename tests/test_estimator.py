@@ -1,4 +1,5 @@
 """The STC estimator: scikit-learn conventions, input checks, determinism, real-data sanity."""
+import inspect
 import pickle
 
 import numpy as np
@@ -14,6 +15,24 @@ def small_counts(n_docs=40, n_terms=30, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.poisson(0.6, size=(n_docs, n_terms)).astype(float)
     return sp.csr_matrix(X)
+
+
+def test_defaults_are_the_knee_of_the_measured_frontier():
+    """The documented defaults (benchmarks/results_sparsity.md, K = 50: the sparsest setting
+    within 2 accuracy points of the best), kept in one place, the __init__ signatures."""
+    ours = inspect.signature(STC).parameters
+    assert {name: ours[name].default for name in
+            ("rho", "rho_units", "theta_penalty", "lambda_", "gamma", "code_penalty")} == dict(
+        rho=0.02, rho_units="relative", theta_penalty="l1", lambda_=0.1, gamma=None,
+        code_penalty="l1")
+    theirs = inspect.signature(MedSTC).parameters
+    assert {name: theirs[name].default for name in
+            ("rho", "rho_units", "theta_penalty", "lambda_", "gamma", "C", "refit_C")} == dict(
+        rho=0.02, rho_units="relative", theta_penalty="l2", lambda_=30.0, gamma=None, C=3e4,
+        refit_C="auto")
+    # an estimator made without arguments has exactly those values
+    assert STC().get_params() == {name: p.default for name, p in ours.items()}
+    assert MedSTC().get_params() == {name: p.default for name, p in theirs.items()}
 
 
 @parametrize_with_checks([STC(n_topics=3, max_iter=5, random_state=0)])
@@ -110,19 +129,25 @@ def test_fitted_attributes_and_topics_on_simplex():
     assert np.all(np.diff(model.objective_) <= 1e-12 * np.abs(model.objective_[:-1]))
 
 
-def test_word_codes_follow_csr_order():
+@pytest.mark.parametrize("theta_penalty", ["l2", "l1"])
+def test_word_codes_follow_csr_order(theta_penalty):
     X = small_counts()
-    model = STC(n_topics=3, max_iter=5, random_state=0).fit(X)
+    model = STC(n_topics=3, max_iter=5, random_state=0, theta_penalty=theta_penalty).fit(X)
     codes = model.word_codes(X)
     assert codes.shape == (X.nnz, 3)
     dense = codes.toarray()
     theta = model.transform(X)
-    # theta is the footnote-3 average of the document's word codes (no shift).
+    # theta is the minimiser given the document's word codes, in CSR order (gamma = lambda):
+    # l2, footnote 3, the shrunken average; l1, eq. (3), the truncated average.
     lam = model.lambda_
     for d in range(5):
         rows = slice(X.indptr[d], X.indptr[d + 1])
         m = X.indptr[d + 1] - X.indptr[d]
-        expected = np.maximum(lam * m * dense[rows].mean(axis=0) / (lam + lam * m), 0)
+        mean = dense[rows].mean(axis=0)
+        if theta_penalty == "l2":
+            expected = np.maximum(lam * m * mean / (lam + lam * m), 0)
+        else:
+            expected = np.maximum(mean - lam / (2 * lam * m), 0)
         np.testing.assert_allclose(theta[d], expected, rtol=1e-12, atol=1e-14)
 
 

@@ -12,6 +12,10 @@ import scipy.sparse as sp
 
 from stc import STC, MedSTC
 
+# The paper's parameterisation: rho is the weight of objective (2) as given, and theta
+# has the l2 penalty (these cases were written for it).
+PAPER = dict(rho_units="absolute", theta_penalty="l2")
+
 
 def counts(seed=0, shape=(30, 50)):
     return sp.csr_matrix(np.random.default_rng(seed).poisson(1.0, shape).astype(float))
@@ -29,12 +33,18 @@ def test_tiny_counts_name_the_scale_of_the_data():
 def test_a_huge_penalty_is_named(parameter):
     with pytest.raises(ValueError, match=rf"{parameter}=1e\+300 is 1e\+300 times the median "
                                          rf"value of X.*Lower {parameter}"):
-        STC(n_topics=2, max_iter=5, random_state=0, **{parameter: 1e300}).fit(counts())
+        STC(n_topics=2, max_iter=5, random_state=0, **PAPER, **{parameter: 1e300}).fit(counts())
+
+
+def test_a_huge_rho_in_relative_units_is_named():
+    # the default units: the message gives the weight objective (2) got, rho sqrt(2 gamma w_bar)
+    with pytest.raises(ValueError, match=r"rho=\S+ is \S+ times the median value of X.*Lower rho"):
+        STC(n_topics=2, max_iter=5, random_state=0, rho=1e300).fit(counts())
 
 
 def test_huge_lambda_fits():
     """lambda_ = gamma = 1e300: the fit keeps every mean positive, its results are sound."""
-    model = STC(n_topics=2, max_iter=3, random_state=0, lambda_=1e300).fit(counts())
+    model = STC(n_topics=2, max_iter=3, random_state=0, lambda_=1e300, **PAPER).fit(counts())
     assert np.all(np.isfinite(model.objective_))
     assert np.all(np.diff(model.objective_) <= 1e-9 * np.abs(model.objective_[:-1]))
     np.testing.assert_allclose(model.components_.sum(axis=1), 1.0, rtol=0, atol=1e-12)

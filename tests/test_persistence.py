@@ -206,6 +206,28 @@ def test_a_changed_array_fails_the_checksum(tmp_path, stc_file):
         stc.load(edited)
 
 
+def test_a_file_from_before_rho_units_is_read_in_absolute_units(tmp_path, newsgroups):
+    """rho_units came after format version 1 and its default is now "relative": a file
+    without it was fitted with rho in absolute units and must keep them."""
+    from stc._persistence import _checksum, read_model_file
+
+    train, test = newsgroups
+    model = STC(n_topics=3, max_iter=3, random_state=0, rho=0.01, rho_units="absolute",
+                theta_penalty="l2").fit(train.data)
+    model.save(tmp_path / "model.stc")
+    _, arrays = read_model_file(tmp_path / "model.stc")
+
+    def drop_rho_units(metadata):
+        del metadata["parameters"]["rho_units"]
+        metadata["checksum"]["value"] = _checksum(metadata, arrays)
+
+    old = _rewrite(tmp_path / "model.stc", tmp_path / "old.stc", change_metadata=drop_rho_units)
+    assert "rho_units" not in read_model_file(old)[0]["parameters"]
+    loaded = stc.load(old)
+    assert loaded.rho_units == "absolute" and loaded.rho == 0.01
+    assert np.array_equal(loaded.transform(test.data), model.transform(test.data))
+
+
 @pytest.mark.parametrize("version, message", [
     (FORMAT_VERSION + 1, "format version 2, written by stc .*reads format version 1: upgrade"),
     (0, "format version 0, which this stc .* cannot read"),

@@ -17,10 +17,15 @@ def corpus():
     return train.data[::3], train.target[::3], test.data[::3]
 
 
+# The paper's parameterisation; the tests below start from it and change what they study
+# (the invariances of relative units are those of the l2 penalty on theta, footnote 3).
+PAPER = dict(rho=0.01, rho_units="absolute", theta_penalty="l2")
+
+
 def fit(X, **params):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # few outer iterations on purpose
-        return STC(n_topics=8, max_iter=5, random_state=0, **params).fit(X)
+        return STC(n_topics=8, max_iter=5, random_state=0, **{**PAPER, **params}).fit(X)
 
 
 def test_relative_rho_is_the_papers_objective_with_a_rescaled_rho(corpus):
@@ -36,10 +41,21 @@ def test_relative_rho_is_the_papers_objective_with_a_rescaled_rho(corpus):
     np.testing.assert_allclose(relative.components_, absolute.components_, rtol=1e-9, atol=1e-15)
 
 
-def test_default_units_are_absolute_and_leave_rho_untouched(corpus):
+def test_absolute_units_leave_rho_untouched(corpus):
     X, _, _ = corpus
-    default, explicit = fit(X), fit(X, rho_units="absolute")
-    assert default.rho_units == "absolute" and default.effective_rho_ == default.rho
+    model = fit(X, rho=0.02)
+    assert model.rho_units == "absolute" and model.effective_rho_ == model.rho == 0.02
+
+
+def test_default_units_are_relative(corpus):
+    X, _, _ = corpus
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        default = STC(n_topics=8, max_iter=5, random_state=0).fit(X)
+    explicit = fit(X, rho=0.02, rho_units="relative", theta_penalty="l1")
+    assert default.rho_units == "relative"
+    assert default.effective_rho_ == pytest.approx(
+        0.02 * np.sqrt(2 * 0.1 * float(X.sum() / X.nnz)), rel=1e-14)
     assert np.array_equal(default.objective_, explicit.objective_)
     assert np.array_equal(default.components_, explicit.components_)
 
@@ -109,7 +125,7 @@ def test_unknown_units_are_refused(corpus):
         STC(rho_units="percent").fit(X)
 
 
-def test_online_learning_takes_w_bar_from_the_first_batch(corpus):
+def test_online_w_bar_comes_from_the_first_batch_or_from_all_of_X(corpus):
     X, _, _ = corpus
     first, second = X[:150], X[150:300]
     model = STC(n_topics=4, rho=0.05, rho_units="relative", random_state=0)
@@ -122,11 +138,10 @@ def test_online_learning_takes_w_bar_from_the_first_batch(corpus):
     streamed = STC(n_topics=4, rho=0.05, rho_units="relative", n_passes=1,
                    random_state=0).fit_stream([first, second])
     assert streamed.count_scale_ == model.count_scale_
+    # online fit of a matrix in memory: w_bar of the whole matrix, as a batch fit takes it
+    online = STC(n_topics=4, learning_method="online", batch_size=150, n_passes=1,
+                 random_state=0).fit(X[:300])
+    assert online.count_scale_ == pytest.approx(float(X[:300].sum() / X[:300].nnz), rel=1e-14)
 
 
-def test_relative_rho_is_refused_for_a_dask_array(corpus):
-    da = pytest.importorskip("dask.array")
-    X, _, _ = corpus
-    blocks = da.from_array(X.tocsr(), chunks=(200, X.shape[1]), asarray=False)
-    with pytest.raises(ValueError, match="rho_units='relative'"):
-        STC(rho_units="relative").fit(blocks)
+# A dask array in relative units: tests/test_distributed.py.

@@ -6,7 +6,9 @@ Usage::
         [--workers 1,2] [--repeats 2] [--processes] [--output benchmarks/results_dask_online.md]
 
 One online pass (``n_passes=1``) over the 20 Newsgroups training split, at the
-online defaults otherwise, K topics, random_state=0:
+paper's setting (``rho=0.01, rho_units="absolute", theta_penalty="l2"``, the
+defaults when results_dask_online.md was measured) and the online defaults
+otherwise, K topics, random_state=0:
 
 * in process: ``STC(learning_method="online", n_jobs=1).fit(X)``;
 * on a LocalCluster of W workers with one thread each: ``STC(..., n_jobs=1).fit``
@@ -29,7 +31,7 @@ import warnings
 
 import numpy as np
 
-from _common import REPO_ROOT, add_data_option, load_corpus, log
+from _common import PAPER_STC, REPO_ROOT, add_data_option, load_corpus, log
 from _machine import load_average, machine_section, publish, uptime_line
 
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_dask_online.md")
@@ -66,11 +68,10 @@ def on_cluster(X, params, n_workers, processes):
         client = Client(cluster)
         try:
             model = STC(**params)
-            problem = model._coding_problem()
             start = time.perf_counter()
             training = DaskOnlineTraining(
-                client, dask_rows(X, n_workers), problem, model.n_topics, model.random_state,
-                model.n_jobs, batch_size=model.batch_size,
+                client, dask_rows(X, n_workers), model._checked_loss(), model._use_count_scale,
+                model.n_topics, model.random_state, model.n_jobs, batch_size=model.batch_size,
                 learning_offset=model.learning_offset, learning_decay=model.learning_decay,
                 max_steps=model.dictionary_max_iter)
             setup = time.perf_counter() - start
@@ -101,7 +102,7 @@ def main(argv=None):
     X = train.data
     n_docs = X.shape[0]
     params = dict(n_topics=args.topics, random_state=0, n_jobs=1, learning_method="online",
-                  n_passes=1)
+                  n_passes=1, **PAPER_STC)
     if args.batch_size is not None:
         params["batch_size"] = args.batch_size
     workers = [int(w) for w in args.workers.split(",")]
@@ -141,7 +142,8 @@ def main(argv=None):
     text = "\n".join([
         "# Online STC on a Dask LocalCluster: per-worker throughput", "",
         f"One online pass over the 20 Newsgroups training split ({n_docs} documents), "
-        f"K = {args.topics}, batch_size {batch_size}, one thread per worker, workers "
+        f"K = {args.topics}, rho=0.01, rho_units='absolute', theta_penalty='l2' (the "
+        f"paper's setting), batch_size {batch_size}, one thread per worker, workers "
         f"{'in separate processes' if args.processes else 'as threads of one process'}; "
         f"median of {args.repeats} interleaved runs per setting. The machine is a shared "
         "2-core VM.", "",

@@ -3,8 +3,8 @@
 Usage::
 
     python benchmarks/bench_medstc.py [--quick | --topics K ...] [--cv]
-        [--C C] [--cost COST] [--lambda L] [--rho R] [--refit-C RC|auto|none] [--max-iter N]
-        (default: MedSTC's)
+        [--C C] [--cost COST] [--lambda L] [--refit-C RC|auto|none] [--max-iter N]
+        (default: MedSTC's) [--rho R] [--rho-units U] (default: the paper's 0.01, absolute)
         [--threads 2] [--data DIR] [--output benchmarks/results_medstc.md]
         [--append] [--skip-stc] [--skip-lda] [--skip-medstc]
 
@@ -18,7 +18,9 @@ unless ``--data`` says otherwise), it runs in the same process:
    by argmax_y eta_y . theta. Reported: test accuracy, fit time, predict time,
    final training accuracy (``train_accuracy_[-1]``), outer iterations
    ``n_iter_`` and whether ``objective_`` ever increased.
-2. STC + linear SVM: ``STC`` learned without labels on train and test stacked
+2. STC + linear SVM: ``STC`` at the paper's setting (``rho=0.01``,
+   ``rho_units="absolute"``, ``theta_penalty="l2"``, the defaults when
+   results_medstc.md was measured) learned without labels on train and test stacked
    (as the paper does for its unsupervised baselines), then
    ``sklearn.svm.LinearSVC`` on the training codes, its C chosen by 3-fold
    stratified cross-validation on the training codes only.
@@ -48,7 +50,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from _common import REPO_ROOT, add_data_option, load_corpus, log, shown_path
+from _common import PAPER_MEDSTC, PAPER_STC, REPO_ROOT, add_data_option, load_corpus, log, shown_path
 from _machine import load1, machine_info, uptime_line
 
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_medstc.md")
@@ -90,7 +92,7 @@ class WarningLog:
 
 def medstc_params(args, K, **over):
     params = dict(n_topics=K, C=args.C, cost=args.cost, lambda_=args.lambda_, rho=args.rho,
-                  refit_C=args.refit_C, max_iter=args.max_iter, tol=args.tol, n_jobs=args.threads, random_state=0,
+                  rho_units=args.rho_units, refit_C=args.refit_C, max_iter=args.max_iter, tol=args.tol, n_jobs=args.threads, random_state=0,
                   verbose=args.verbose)
     params.update(over)
     return params
@@ -166,7 +168,7 @@ def linear_svm(Ftr, ytr, Fte, yte, threads, label):
 def run_stc_svm(K, Xall, ntr, ytr, yte, threads):
     from stc import STC
 
-    model = STC(n_topics=K, random_state=0, n_jobs=threads)
+    model = STC(n_topics=K, random_state=0, n_jobs=threads, **PAPER_STC)
     log(f"K={K}: STC fit_transform on train+test ({Xall.shape[0]} docs, load {load1():.2f})")
     with WarningLog(f"K={K} STC") as wlog:
         start = time.perf_counter()
@@ -317,10 +319,12 @@ def render_cv(args, rows, best, train_docs):
 def render_main(args, rows):
     lines = ["## Test accuracy vs. number of topics (paper Fig. 5/6)", "",
              f"MedSTC: `MedSTC(n_topics=K, C={args.C:g}, cost={args.cost:g}, "
-             f"lambda_={args.lambda_:g}, rho={args.rho:g}, refit_C={args.refit_C}, "
+             f"lambda_={args.lambda_:g}, rho={args.rho:g}, rho_units='{args.rho_units}', "
+             f"refit_C={args.refit_C}, "
              f"max_iter={args.max_iter}, tol={args.tol:g}, n_jobs={args.threads}, random_state=0)` on the training split; "
-             "test documents coded without labels. STC+SVM: `STC(n_topics=K, random_state=0)` "
-             "(defaults otherwise) on train+test; LDA+SVM: `LatentDirichletAllocation(n_components=K, "
+             "test documents coded without labels. STC+SVM: `STC(n_topics=K, random_state=0, "
+             "rho=0.01, rho_units='absolute', theta_penalty='l2')` (defaults otherwise) on "
+             "train+test; LDA+SVM: `LatentDirichletAllocation(n_components=K, "
              "learning_method='batch', random_state=0)` (max_iter=10 default) on train+test; both "
              "followed by `LinearSVC(dual=False)` with C from 3-fold CV on the training features "
              f"over {{{', '.join(f'{c:g}' for c in SVM_C_GRID)}}}.", "",
@@ -415,12 +419,18 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="K in {20, 50, 100}")
     parser.add_argument("--threads", type=int, default=2)
     from stc import MedSTC
-    # MedSTC's own defaults (the cross-validated ones), unless overridden here.
+    # MedSTC's own defaults (the cross-validated ones), unless overridden here; rho and its
+    # units are the paper's, with which results_medstc.md was measured.
     defaults = MedSTC().get_params()
     for flag, key in (("--C", "C"), ("--cost", "cost"), ("--lambda", "lambda_"),
-                      ("--rho", "rho"), ("--tol", "tol")):
+                      ("--tol", "tol")):
         parser.add_argument(flag, dest=key, type=float, default=float(defaults[key]),
                             help=f"MedSTC {key} (default {defaults[key]:g}, the estimator's)")
+    parser.add_argument("--rho", type=float, default=PAPER_MEDSTC["rho"],
+                        help=f"MedSTC rho (default {PAPER_MEDSTC['rho']:g}, the paper's)")
+    parser.add_argument("--rho-units", dest="rho_units", choices=("absolute", "relative"),
+                        default=PAPER_MEDSTC["rho_units"],
+                        help=f"MedSTC rho_units (default {PAPER_MEDSTC['rho_units']}, the paper's)")
     parser.add_argument("--refit-C", dest="refit_C", type=lambda v: None if v == "none" else v if v == "auto" else float(v),
                         default=defaults["refit_C"],
                         help=f"MedSTC refit_C, 'auto' or 'none' (default {defaults['refit_C']}, the estimator's)")

@@ -152,7 +152,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         measured on 20 Newsgroups at K = 50: the sparsest setting within 2
         points of the best accuracy (73 % zero test word codes, 0.662 with a
         LinearSVC on the document codes; ``benchmarks/results_sparsity.md``).
-        The paper's setting, which were the defaults before, is
+        The paper's setting, the defaults before, is
         ``STC(rho=0.01, rho_units="absolute", theta_penalty="l2")``.
     rho_units : {"relative", "absolute"}, default="relative"
         ``"absolute"``: ``rho`` is the weight in objective (2), the paper's

@@ -69,8 +69,10 @@ def main(n_docs=500):
     # bounded by delta, so the penalties must be small enough not to
     # overwhelm it (the defaults suit the Poisson loss, whose gradient is
     # unbounded as the mean goes to zero).
+    # rho is the weight in the objective as given (absolute units), theta has the
+    # paper's l2 penalty.
     model = stc.STC(n_topics=10, loss="pseudo_huber", lambda_=1e-4, rho=1e-5,
-                    max_iter=5, random_state=0)
+                    rho_units="absolute", theta_penalty="l2", max_iter=5, random_state=0)
     theta = model.fit_transform(X)
     print(f"pseudo_huber: {X.shape[0]} documents, objective {model.objective_[-1]:.1f}, "
           f"{np.mean(theta == 0):.0%} of document codes are zero")

@@ -265,8 +265,9 @@ class MedSTC(ClassifierMixin, STC):
     sparsity-accuracy frontier measured on 20 Newsgroups at K = 50: the
     sparsest setting within 2 points of the best accuracy (49 % zero test word
     codes at 0.798 accuracy, against 2.5 % at 0.816 with the paper's rho;
-    ``benchmarks/results_sparsity.md``). The paper's parameterisation, which
-    were the defaults before, is ``MedSTC(rho=0.01, rho_units="absolute")``.
+    ``benchmarks/results_sparsity.md``; the classifier refitted with
+    ``refit_C=3e6`` there). The paper's parameterisation, the defaults
+    before, is ``MedSTC(rho=0.01, rho_units="absolute")``.
 
     Parameters
     ----------

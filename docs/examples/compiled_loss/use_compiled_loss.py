@@ -30,7 +30,8 @@ def main(n_docs=500, n_jobs=None):
 
     start = time.perf_counter()
     model = stc.STC(n_topics=10, loss="pseudo_huber_compiled", lambda_=1e-4, rho=1e-5,
-                    max_iter=5, random_state=0, n_jobs=n_jobs)
+                    rho_units="absolute", theta_penalty="l2", max_iter=5, random_state=0,
+                    n_jobs=n_jobs)
     theta = model.fit_transform(X)
     elapsed = time.perf_counter() - start
     print(f"pseudo_huber_compiled: {X.shape[0]} documents, objective "

@@ -126,8 +126,12 @@ def coding_problem(model):
 
     params = model.get_params()
     gamma = params["lambda_"] if params["gamma"] is None else params["gamma"]
-    # effective_rho_: the rho of objective (2), also when rho is in relative units
-    return CodingProblem(get_loss(params["loss"]), params["lambda_"], gamma, model.effective_rho_,
+    # the rho of objective (2), from the current parameters (set_params may have changed rho
+    # or gamma since fit set effective_rho_) and, in relative units, the training w_bar
+    rho = params["rho"]
+    if params.get("rho_units", "absolute") == "relative":
+        rho *= np.sqrt(2.0 * gamma * model.count_scale_)
+    return CodingProblem(get_loss(params["loss"]), params["lambda_"], gamma, rho,
                          params["theta_penalty"], params["code_penalty"],
                          params["inner_max_iter"], params["inner_tol"])
 

@@ -398,9 +398,10 @@ class DaskOnlineTraining:
     topics agree with it up to floating-point reduction order (a test checks
     it). One difference: with rho in relative units, w_bar (``count_scale_``)
     is the whole array's, as ``fit`` takes it in memory, where ``fit_stream``
-    takes its first batch's. The first round's documents give the initial topics, drawn as
-    `stc._stc.initial_dictionary` draws them (only the chosen documents' term
-    sums travel). Memory on a worker: its partition, the row order of the
+    takes its first batch's; ``problem_for(count_scale)`` gives the coding
+    problem, as in `DaskTraining`. The first round's documents give the
+    initial topics, drawn as `stc._stc.initial_dictionary` draws them (only the
+    chosen documents' term sums travel). Memory on a worker: its partition, the row order of the
     current pass and one slice's word codes; on the client: three K x N
     arrays and one round's sums.
     """

@@ -11,9 +11,10 @@ For every K it measures, on the test split, for every point of a grid:
 * STC: ``rho`` over a log grid in relative units (``rho`` / sqrt(2 gamma w_bar),
   see docs/algorithms.md, "Sparsity"), times ``lambda_`` (= ``gamma``), times the
   penalty on theta (``l2``, ``l1``); plus the paper's setting (``rho = 0.01``,
-  ``lambda_ = 0.1``, absolute units, which are the defaults of ``STC``);
+  ``lambda_ = 0.1``, absolute units, theta penalty ``l2``);
 * MedSTC: the same ``rho`` and theta-penalty axes; ``C`` and ``lambda_`` are chosen
-  for every point by 2-fold cross-validation on the training split (stratified);
+  by 2-fold cross-validation on the training split (stratified) at the rho of
+  ``medstc_cv_rho`` and reused at the others; plus the paper's setting;
 * LDA (scikit-learn, batch variational Bayes): its document-topic prior ``alpha``
   over a log grid (``None`` is scikit-learn's default 1/K).
 
@@ -68,7 +69,7 @@ MOONSHOT_MEDSTC = (0.88, 0.81)
 
 # The grids of the full run (relative rho; see the module docstring).
 FULL = dict(
-    topics=(50,),
+    topics=(50, 20, 100),
     stc_rho=(0.003, 0.01, 0.02, 0.035, 0.05, 0.1, 0.3, 1.0),
     stc_lambda=(0.1, 1.0),
     theta_penalties=("l2", "l1"),
@@ -81,11 +82,25 @@ FULL = dict(
     medstc_cv=((1e4, 10.0), (3e4, 30.0), (1e5, 100.0)),
     # Cross-validate C and lambda_ at these rho only; the other rho reuse the pair chosen
     # at the first of them (a MedSTC fit takes minutes: 7 per cross-validated point).
-    medstc_cv_rho=(0.001,),
+    medstc_cv_rho=(0.001, 0.02, 0.05),
     medstc_max_iter=20,
     medstc_refit_C=3e6,   # MedSTC's default before refit_C="auto" (which gives 2.996e6 at K = 50)
     seed=0,
     subset=None,
+    # K other than these get the `reduced` grid: the l1 curve, LDA at two priors, and
+    # MedSTC at two rho with the paper's C and lambda_ (a K = 100 MedSTC fit takes
+    # minutes; cross-validating it at every K was beyond the compute of one session).
+    full_grid_topics=(50,),
+    reduced=dict(
+        stc_rho=(0.003, 0.01, 0.02, 0.035, 0.05, 0.1),
+        stc_lambda=(0.1,),
+        theta_penalties=("l1",),
+        recoded_rho=(),
+        lda_alpha=(None, 1.0),
+        medstc_rho=(0.02, 0.05),
+        medstc_cv=((3e4, 30.0),),
+        medstc_cv_rho=None,
+    ),
 )
 QUICK = dict(
     topics=(4,),
@@ -120,6 +135,9 @@ PROTOCOL_TEXT = (
     "count of an observed training entry (docs/algorithms.md, \"Sparsity\"). Fit and "
     "coding times with the stated threads.")
 PAPER_STC = dict(rho=0.01, rho_units="absolute", lambda_=0.1, theta_penalty="l2")
+# MedSTC's parameters in the paper's parameterisation (its defaults before the
+# sparsity work), spelled out so that no point moves when the defaults do.
+PAPER_MEDSTC = dict(rho=0.01, rho_units="absolute", lambda_=30.0, C=3e4, theta_penalty="l2")
 
 
 # ---------------------------------------------------------------------------
@@ -342,8 +360,8 @@ def medstc_validation_accuracy(point, corpus, C, lambda_, threads):
     return float(np.mean(scores))
 
 
-def fit_medstc_defaults(point, corpus, threads, cache):
-    """MedSTC at its defaults (``point`` without a CV grid); kept as a model file."""
+def fit_medstc_paper(point, corpus, threads, cache):
+    """MedSTC at the paper's setting (``point`` without a CV grid); kept as a model file."""
     from stc import MedSTC, load
 
     path = cache.model_path(point)
@@ -352,7 +370,7 @@ def fit_medstc_defaults(point, corpus, threads, cache):
         model.set_params(n_jobs=threads)
         return model
     model = MedSTC(n_topics=point["K"], max_iter=point["max_iter"], refit_C=point["refit_C"],
-                   random_state=point["seed"], n_jobs=threads)
+                   random_state=point["seed"], n_jobs=threads, **PAPER_MEDSTC)
     model.fit(corpus.Xtr, corpus.ytr)
     model.save(path)
     return model
@@ -371,14 +389,14 @@ def measure_medstc(model, corpus, coef=None):
 
 
 def run_medstc_recoded(point, corpus, threads, cache):
-    """MedSTC's topics at its defaults, documents coded with another (relative) rho.
+    """MedSTC's topics at the paper's setting, documents coded with another (relative) rho.
 
     The classifier is refitted on the training documents coded that way, as MedSTC's
     own final step (``refit_C``) does with its training rho.
     """
     from stc.supervised import CuttingPlaneSVM
 
-    model = fit_medstc_defaults(point["topics_of"], corpus, threads, cache)
+    model = fit_medstc_paper(point["topics_of"], corpus, threads, cache)
     model.set_params(rho=point["rho"], rho_units=point["rho_units"])
     coef = model.coef_
     if model.refit_C is not None:
@@ -392,23 +410,26 @@ def run_medstc_recoded(point, corpus, threads, cache):
 
 
 def run_medstc(point, corpus, threads, cache):
-    if point["cv"] is None:  # the defaults
-        model = fit_medstc_defaults(point, corpus, threads, cache)
+    if point["cv"] is None:  # the paper's setting
+        model = fit_medstc_paper(point, corpus, threads, cache)
         return dict(measure_medstc(model, corpus), fit_time=model.fit_time_, C=model.C,
                     lambda_=model.lambda_, rho_absolute=model.effective_rho_, cv=[])
     cv = []
     at_rho = point.get("cv_at_rho", point["rho"])
-    for C, lambda_ in point["cv"]:
+    for C, lambda_ in point["cv"] if len(point["cv"]) > 1 else ():  # one pair: nothing to choose
         sub = {key: value for key, value in point.items() if key != "cv_at_rho"}
         sub.update(rho=at_rho, cv=None, C=C, lambda_=lambda_, model="medstc-cv")
         record = cache.get(sub)
         if record is None:
-            log(f"  MedSTC CV C={C:g} lambda_={lambda_:g}")
+            log(f"  MedSTC CV C={C:g} lambda_={lambda_:g} at rho={at_rho:g}")
             record = dict(validation_accuracy=medstc_validation_accuracy(
-                point, corpus, C, lambda_, threads))
+                sub, corpus, C, lambda_, threads))
             cache.put(sub, record)
         cv.append(dict(C=C, lambda_=lambda_, validation_accuracy=record["validation_accuracy"]))
-    best = max(cv, key=lambda row: row["validation_accuracy"])
+    if cv:
+        best = max(cv, key=lambda row: row["validation_accuracy"])
+    else:
+        best = dict(C=point["cv"][0][0], lambda_=point["cv"][0][1])
     model = medstc_model(point, best["C"], best["lambda_"], threads)
     start = time.perf_counter()
     model.fit(corpus.Xtr, corpus.ytr)
@@ -436,6 +457,8 @@ def grid_points(grid, K):
     other STC curves.
     """
     seed = grid["seed"]
+    if K not in grid.get("full_grid_topics", (K,)):
+        grid = dict(grid, **grid["reduced"])
 
     def stc(rho, lambda_, penalty):
         return dict(model="stc", K=K, seed=seed, max_iter=grid["stc_max_iter"], rho=rho,
@@ -461,11 +484,12 @@ def grid_points(grid, K):
             if cv_rho is not None and rho not in cv_rho:
                 point["cv_at_rho"] = cv_rho[0]  # C and lambda_ chosen there
             points.append(point)
-    medstc_defaults = dict(model="medstc", K=K, seed=seed, max_iter=grid["medstc_max_iter"],
+    # label "defaults": the cache key of the days when this was MedSTC's default
+    medstc_paper = dict(model="medstc", K=K, seed=seed, max_iter=grid["medstc_max_iter"],
                            rho=0.01, rho_units="absolute", theta_penalty="l2",
                            refit_C=grid["medstc_refit_C"], cv=None, label="defaults")
-    points.append(medstc_defaults)
-    points += [dict(model="medstc-recoded", K=K, topics_of=medstc_defaults, rho=rho,
+    points.append(medstc_paper)
+    points += [dict(model="medstc-recoded", K=K, topics_of=medstc_paper, rho=rho,
                     rho_units="relative", label="") for rho in grid["recoded_rho"]]
     for lambda_ in grid["stc_lambda"]:  # the l1 penalty at the first lambda_ first
         for penalty in grid["theta_penalties"]:
@@ -582,7 +606,8 @@ def medstc_table(rows):
     front = pareto(rows)
     for r in sorted(rows, key=lambda r: (r["theta_penalty"], r["word_zero"])):
         cv = "; ".join(f"{c['C']:g}/{c['lambda_']:g}: {c['validation_accuracy']:.3f}"
-                       for c in r["cv_results"]) or "the defaults, no CV"
+                       for c in r["cv_results"]) or ("the paper's, no CV" if r["label"] else
+                                                     "fixed, no CV")
         star = " *" if r in front else ""
         lines.append(f"| {r['rho']:g} ({r['rho_units']}) | {r['theta_penalty']} | "
                      f"{r['C']:g}, {r['lambda_']:g} "
@@ -626,7 +651,7 @@ def describe(r):
         return (f"STC, the paper's topics coded at rho={r['rho']:g} (relative): zeros "
                 f"{r['word_zero']:.3f}, accuracy {r['accuracy']:.4f}")
     if r["model"] == "medstc-recoded":
-        return (f"MedSTC, the defaults' topics coded at rho={r['rho']:g} (relative), classifier "
+        return (f"MedSTC, the paper setting's topics coded at rho={r['rho']:g} (relative), classifier "
                 f"refitted: zeros {r['word_zero']:.3f}, accuracy {r['accuracy']:.4f}")
     setting = (f"{r['model']} rho={r['rho']:g} ({r['rho_units']}), theta {r['theta_penalty']}"
                + (f", lambda_={r['lambda_']:g}" if "lambda_" in r else "")
@@ -661,7 +686,7 @@ def plot_frontier(K, by_model, path, corpus_name):
         rows = [r for r in by_model["medstc"] if r["theta_penalty"] == r_pen]
         curves.append((f"MedSTC, theta {r_pen} (C, lambda_ by CV)", rows, "s-"))
     if by_model.get("medstc-recoded"):
-        curves.append(("MedSTC, the defaults' topics coded at other rho (classifier refitted)",
+        curves.append(("MedSTC, the paper setting's topics coded at other rho (classifier refitted)",
                        by_model["medstc-recoded"], "P:"))
     lda = by_model.get("lda", [])
     for i, threshold in enumerate(LDA_THRESHOLDS):
@@ -675,7 +700,7 @@ def plot_frontier(K, by_model, path, corpus_name):
     paper = [r for r in by_model.get("stc", []) if r["label"] == "paper"]
     if paper:
         ax.plot([paper[0]["word_zero"]], [paper[0]["accuracy"]], "k*", markersize=14,
-                label="STC, the paper's setting (defaults)")
+                label="STC, the paper's setting")
     ax.set_xlabel("share of zero word codes on the test split")
     ax.set_ylabel("test accuracy")
     ax.set_title(f"Sparsity against accuracy, {corpus_name}, K = {K}")
@@ -716,8 +741,8 @@ def render(args, corpus_line, machine, records, plots):
         if "medstc" in by_model:
             lines += ["### MedSTC", ""] + medstc_table(by_model["medstc"]) + [""]
         if "medstc-recoded" in by_model:
-            lines += ["### MedSTC, the defaults' topics, documents coded at other rho", "",
-                      "MedSTC at its defaults (the `defaults` row above); train and test "
+            lines += ["### MedSTC, the paper setting's topics, documents coded at other rho", "",
+                      "MedSTC at the paper's setting (the row without CV above); train and test "
                       "documents coded by `transform` after `set_params(rho=..., "
                       "rho_units=\"relative\")`, and the classifier refitted on the training "
                       "codes with `stc.supervised.CuttingPlaneSVM(C=refit_C, cost=cost)`, as "

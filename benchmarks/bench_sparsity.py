@@ -73,6 +73,9 @@ FULL = dict(
     stc_rho=(0.003, 0.01, 0.02, 0.035, 0.05, 0.1, 0.3, 1.0),
     stc_lambda=(0.1, 1.0),
     theta_penalties=("l2", "l1"),
+    # The curves at the other lambda_: the l1 penalty only, on fewer rho.
+    other_lambda_penalties=("l1",),
+    other_lambda_rho=(0.003, 0.01, 0.02, 0.05, 0.1),
     stc_max_iter=100,
     recoded_rho=(0.02, 0.05, 0.1, 0.3, 1.0, 3.0),
     lda_alpha=(1e-3, 1e-2, 1e-1, None, 1.0),
@@ -491,10 +494,12 @@ def grid_points(grid, K):
     points.append(medstc_paper)
     points += [dict(model="medstc-recoded", K=K, topics_of=medstc_paper, rho=rho,
                     rho_units="relative", label="") for rho in grid["recoded_rho"]]
-    for lambda_ in grid["stc_lambda"]:  # the l1 penalty at the first lambda_ first
-        for penalty in grid["theta_penalties"]:
-            if (lambda_, penalty) != (first_lambda, first_penalty):
-                points += [stc(rho, lambda_, penalty) for rho in grid["stc_rho"]]
+    for penalty in grid["theta_penalties"][1:]:  # the other penalties at the first lambda_
+        points += [stc(rho, first_lambda, penalty) for rho in grid["stc_rho"]]
+    for lambda_ in grid["stc_lambda"][1:]:
+        for penalty in grid.get("other_lambda_penalties", grid["theta_penalties"]):
+            points += [stc(rho, lambda_, penalty)
+                       for rho in grid.get("other_lambda_rho", grid["stc_rho"])]
     return points
 
 

@@ -86,6 +86,8 @@ FULL = dict(
     # Cross-validate C and lambda_ at these rho only; the other rho reuse the pair chosen
     # at the first of them (a MedSTC fit takes minutes: 7 per cross-validated point).
     medstc_cv_rho=(0.001, 0.02, 0.05),
+    # At rho 0.05 the CV chose the grid's smallest pair: one pair below it as well.
+    medstc_cv_extra={0.05: ((3e3, 3.0),)},
     medstc_max_iter=20,
     medstc_refit_C=3e6,   # MedSTC's default before refit_C="auto" (which gives 2.996e6 at K = 50)
     seed=0,
@@ -480,10 +482,11 @@ def grid_points(grid, K):
     for penalty in grid["medstc_theta_penalties"]:
         cv_rho = grid["medstc_cv_rho"]
         for rho in grid["medstc_rho"]:
+            pairs = tuple(grid.get("medstc_cv_extra", {}).get(rho, ())) + tuple(grid["medstc_cv"])
             point = dict(model="medstc", K=K, seed=seed, max_iter=grid["medstc_max_iter"],
                          rho=rho, rho_units="relative", theta_penalty=penalty,
                          refit_C=grid["medstc_refit_C"],
-                         cv=[list(pair) for pair in grid["medstc_cv"]], label="")
+                         cv=[list(pair) for pair in pairs], label="")
             if cv_rho is not None and rho not in cv_rho:
                 point["cv_at_rho"] = cv_rho[0]  # C and lambda_ chosen there
             points.append(point)

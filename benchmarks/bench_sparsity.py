@@ -102,9 +102,10 @@ FULL = dict(
         theta_penalties=("l1",),
         recoded_rho=(),
         lda_alpha=(None, 1.0),
-        medstc_rho=(0.02, 0.05),
+        medstc_rho=(0.05,),
         medstc_cv=((3e4, 30.0),),
         medstc_cv_rho=None,
+        medstc_cv_extra={},
     ),
 )
 QUICK = dict(
@@ -495,6 +496,10 @@ def grid_points(grid, K):
                            rho=0.01, rho_units="absolute", theta_penalty="l2",
                            refit_C=grid["medstc_refit_C"], cv=None, label="defaults")
     points.append(medstc_paper)
+    # MedSTC's defaults (the knee): C, lambda_ and refit_C as the estimator sets them.
+    points.append(dict(model="medstc", K=K, seed=seed, max_iter=grid["medstc_max_iter"],
+                       rho=0.02, rho_units="relative", theta_penalty="l2", refit_C="auto",
+                       cv=[[3e4, 30.0]], label="defaults"))
     points += [dict(model="medstc-recoded", K=K, topics_of=medstc_paper, rho=rho,
                     rho_units="relative", label="") for rho in grid["recoded_rho"]]
     for penalty in grid["theta_penalties"][1:]:  # the other penalties at the first lambda_
@@ -614,11 +619,13 @@ def medstc_table(rows):
     front = pareto(rows)
     for r in sorted(rows, key=lambda r: (r["theta_penalty"], r["word_zero"])):
         cv = "; ".join(f"{c['C']:g}/{c['lambda_']:g}: {c['validation_accuracy']:.3f}"
-                       for c in r["cv_results"]) or ("the paper's, no CV" if r["label"] else
-                                                     "fixed, no CV")
+                       for c in r["cv_results"]) or ("the paper's, no CV" if r["cv"] is None
+                                                     else "fixed, no CV")
         star = " *" if r in front else ""
-        lines.append(f"| {r['rho']:g} ({r['rho_units']}) | {r['theta_penalty']} | "
-                     f"{r['C']:g}, {r['lambda_']:g} "
+        # the paper's point keeps the cache label it had when it was the default
+        label = "paper" if r["cv"] is None else r["label"]
+        lines.append(f"| {r['rho']:g} ({r['rho_units']}{', ' + label if label else ''}) | "
+                     f"{r['theta_penalty']} | {r['C']:g}, {r['lambda_']:g} "
                      f"({cv}) | {r['rho_absolute']:.4g} | {fmt(r['word_zero'])}{star} | "
                      f"{fmt(r['doc_zero'])} | {fmt(r['accuracy'], 4)} | {r['fit_time']:.1f} | "
                      f"{r['n_iter']} | {r['transform_time']:.2f} |")

@@ -515,6 +515,9 @@ def parse_args(argv):
     parser.add_argument("--quick", action="store_true",
                         help="embedded corpus, K = 3 and 4, one seed, few iterations")
     parser.add_argument("--refresh", action="store_true", help="refit even cached fits")
+    parser.add_argument("--cached-only", action="store_true",
+                        help="fit nothing: draw and report what the cache holds, and list "
+                             "the fits that are missing")
     args = parser.parse_args(argv)
     args.argv = list(argv)
     return args
@@ -551,7 +554,7 @@ def main(argv=None):
                            refresh=args.refresh)
     corpus = None
     computed = 0
-    records, figures = {}, {}
+    records, figures, missing = {}, {}, []
     # Seed by seed, so that a run stopped early has every K and model at the first seeds.
     jobs = [(name, K, seed) for seed in range(seeds) for K in topics for name in args.models]
     if figure_K not in topics:
@@ -562,6 +565,9 @@ def main(argv=None):
         key = dict(model=name, K=K, seed=seed, grid={k: v for k, v in grid.items()
                                                      if k not in ("topics", "seeds")})
         cached = cache.get(key)
+        if cached is None and args.cached_only:
+            missing.append((name, K, seed))
+            continue
         if cached is None:
             if corpus is None:
                 corpus = frontier.read_corpus(args.quick, args.data,
@@ -598,6 +604,11 @@ def main(argv=None):
     corpus_line = corpus.summary if corpus is not None else "as cached"
     with open(args.output, "w", encoding="utf-8") as handle:
         handle.write(render(args, grid, corpus_line, records, figures, images))
+        if missing:
+            handle.write("\n## Not measured\n\nRendered with `--cached-only`; these fits of the "
+                         f"run ({len(missing)}) are not in the cache:\n\n" + "\n".join(
+                             f"- {name}, K = {K}, seed {seed}" for name, K, seed in missing)
+                         + "\n")
     log(f"wrote {shown_path(args.output)} and {len(images)} figures; {computed} fits computed")
     return computed
 

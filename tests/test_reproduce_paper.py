@@ -23,3 +23,8 @@ def test_quick_reproduction_writes_every_section_and_reuses_its_cache(tmp_path):
                for line in text.splitlines()) == n_models * n_topics
     assert script.main(argv) == 0  # a re-run draws from the cache only
     assert report.read_text().split("## Fig. 2")[1] == text.split("## Fig. 2")[1]
+    # --cached-only with a K the cache lacks: nothing fitted, the missing fits listed
+    assert script.main(argv + ["--cached-only", "--topics", "3", "4", "5"]) == 0
+    listed = report.read_text().split("## Not measured")[1]
+    assert all(f"- {name}, K = 5, seed 0" in listed for name in script.MODELS)
+    assert "K = 4" not in listed

@@ -45,9 +45,7 @@ DEFAULT_CACHE = os.path.join(REPO_ROOT, "benchmarks", ".cache", "reproduction")
 # name -> (kind, estimator parameters besides n_topics/random_state/n_jobs/max_iter)
 # STC and MedSTC run at the paper's parameterisation, spelled out so that the
 # reproduction does not move when the estimators' defaults do.
-PAPER_STC = dict(rho=0.01, rho_units="absolute", lambda_=0.1, theta_penalty="l2")
-PAPER_MEDSTC = dict(rho=0.01, rho_units="absolute", lambda_=30.0, C=3e4,
-                    theta_penalty="l2")
+PAPER_STC, PAPER_MEDSTC = frontier.PAPER_STC, frontier.PAPER_MEDSTC
 # STC-knee: the knee of the sparsity-accuracy frontier (bench_sparsity.py), not in the paper.
 KNEE_STC = dict(rho=0.02, rho_units="relative", lambda_=0.1, theta_penalty="l1")
 MODELS = {

@@ -137,7 +137,8 @@ PROTOCOL_TEXT = (
     "Accuracy: STC and LDA with a LinearSVC on the document codes, its normalisation (none, "
     "per-document l1, standardised) and C chosen together by 3-fold CV on the training "
     "features; MedSTC with its own classifier, its C and lambda_ chosen by 2-fold CV on the "
-    "training split (in the full run at K = 50 at rho 0.001, 0.02 and 0.05; the other rho reuse the choice made at 0.001). "
+    "training split (in the full run at K = 50 at rho 0.001, 0.02 and 0.05; the other rho "
+    "reuse the choice made at 0.001). "
     "rho in relative units is rho / sqrt(2 gamma w_bar), w_bar the mean "
     "count of an observed training entry (docs/algorithms.md, \"Sparsity\"). Fit and "
     "coding times with the stated threads.")
@@ -750,7 +751,8 @@ def render(args, corpus_line, machine, records, plots):
                           by_model["stc"]) + [""]
         if "stc-recoded" in by_model:
             lines += ["### STC + LinearSVC, the paper's topics, documents coded at other rho",
-                      "", "The topics of the paper's setting (the row labelled paper in the table above); "
+                      "", "The topics of the paper's setting (the row labelled paper in the "
+                      "table above); "
                       "train and test documents coded by `transform` after "
                       "`set_params(rho=..., rho_units=\"relative\")`.", ""] + recoded_table(
                           by_model["stc-recoded"]) + [""]

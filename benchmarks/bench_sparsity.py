@@ -622,12 +622,14 @@ def medstc_table(rows):
              "|---|---|---|---|---|---|---|---|---|---|"]
     front = pareto(rows)
     for r in sorted(rows, key=lambda r: (r["theta_penalty"], r["word_zero"])):
+        # the paper's point (the only one in absolute units) keeps the cache label
+        # "defaults" it had when it was the default; the table calls it what it is
+        is_paper = r["rho_units"] == "absolute"
         cv = "; ".join(f"{c['C']:g}/{c['lambda_']:g}: {c['validation_accuracy']:.3f}"
-                       for c in r["cv_results"]) or ("the paper's, no CV" if r["cv"] is None
+                       for c in r["cv_results"]) or ("the paper's, no CV" if is_paper
                                                      else "fixed, no CV")
         star = " *" if r in front else ""
-        # the paper's point keeps the cache label it had when it was the default
-        label = "paper" if r["cv"] is None else r["label"]
+        label = "paper" if is_paper else r["label"]
         lines.append(f"| {r['rho']:g} ({r['rho_units']}{', ' + label if label else ''}) | "
                      f"{r['theta_penalty']} | {r['C']:g}, {r['lambda_']:g} "
                      f"({cv}) | {r['rho_absolute']:.4g} | {fmt(r['word_zero'])}{star} | "
@@ -685,6 +687,16 @@ def best_at(rows, zeros):
     return describe(max(candidates, key=lambda r: r["accuracy"]))
 
 
+def is_stc_default(r):
+    """Whether a measured STC point is STC() at the package's defaults."""
+    from stc import STC
+
+    defaults = STC().get_params()
+    return (r["label"] != "paper" and r["rho_units"] == defaults["rho_units"]
+            and r["rho"] == defaults["rho"] and r["theta_penalty"] == defaults["theta_penalty"]
+            and r["lambda_"] == defaults["lambda_"])
+
+
 def plot_frontier(K, by_model, path, corpus_name):
     """Sparsity (x) against accuracy (y), one curve per model family, for one K."""
     from matplotlib.figure import Figure
@@ -702,8 +714,10 @@ def plot_frontier(K, by_model, path, corpus_name):
         curves.append(("STC + SVM, the paper's topics coded at other rho",
                        by_model["stc-recoded"], "D:"))
     for r_pen in sorted({r["theta_penalty"] for r in by_model.get("medstc", [])}):
-        rows = [r for r in by_model["medstc"] if r["theta_penalty"] == r_pen]
-        curves.append((f"MedSTC, theta {r_pen} (C, lambda_ by CV)", rows, "s-"))
+        rows = [r for r in by_model["medstc"] if r["theta_penalty"] == r_pen
+                and r["rho_units"] == "relative"]
+        curves.append((f"MedSTC, theta {r_pen}, over rho (C, lambda_ as in the table)",
+                       rows, "s-"))
     if by_model.get("medstc-recoded"):
         curves.append(("MedSTC, the paper setting's topics coded at other rho (classifier refitted)",
                        by_model["medstc-recoded"], "P:"))
@@ -716,14 +730,26 @@ def plot_frontier(K, by_model, path, corpus_name):
         if rows:
             ax.plot([r["word_zero"] for r in rows], [r["accuracy"] for r in rows], style,
                     label=label, markersize=5)
-    paper = [r for r in by_model.get("stc", []) if r["label"] == "paper"]
-    if paper:
-        ax.plot([paper[0]["word_zero"]], [paper[0]["accuracy"]], "k*", markersize=14,
-                label="STC, the paper's setting")
+    # the settings a user meets first: the paper's and the package's defaults
+    markers = [
+        ("STC, the paper's setting", "k*", 14,
+         [r for r in by_model.get("stc", []) if r["label"] == "paper"]),
+        ("STC, the defaults", "kX", 11,
+         [r for r in by_model.get("stc", []) if is_stc_default(r)]),
+        ("MedSTC, the paper's setting", "ks", 9,
+         [r for r in by_model.get("medstc", []) if r["rho_units"] == "absolute"]),
+        ("MedSTC, the defaults", "kP", 11,
+         [r for r in by_model.get("medstc", []) if r["rho_units"] == "relative"
+          and r["label"] == "defaults"]),
+    ]
+    for label, style, size, rows in markers:
+        if rows:
+            ax.plot([rows[0]["word_zero"]], [rows[0]["accuracy"]], style, markersize=size,
+                    markerfacecolor="none" if style != "k*" else "k", label=label)
     ax.set_xlabel("share of zero word codes on the test split")
     ax.set_ylabel("test accuracy")
     ax.set_title(f"Sparsity against accuracy, {corpus_name}, K = {K}")
-    ax.set_xlim(0.0, 1.0)
+    ax.set_xlim(-0.02, 1.0)  # a little room for the markers of dense codes
     ax.grid(True, alpha=0.3)
     fig.legend(fontsize=8, loc="outside right upper")
     fig.savefig(path, dpi=110)

@@ -246,7 +246,7 @@ def figure_2(records, topics, frontier_rows, frontier_K, corpus_name, path):
     med = sorted(frontier_rows.get("medstc", []), key=lambda r: r["word_zero"])
     if med:
         left.plot([r["word_zero"] for r in med], [r["accuracy"] for r in med], "s-",
-                  label="MedSTC over rho (C, lambda_ by CV)")
+                  label="MedSTC over rho (C, lambda_ as in results_sparsity.md)")
     left.set_xlim(0, 1)
     left.set_xlabel("share of zero word codes (test)")
     left.set_ylabel("test accuracy")
@@ -512,10 +512,22 @@ def render(args, grid, corpus_line, records, figures, images):
                    ("word_zero", "accuracy", "train_time", "code_time")]
             if row[0] is None:
                 continue
+            # one seed has no spread to show: its value stands alone
             lines.append(f"| {name} | {K} | {row[0][2]} | " + " | ".join(
-                f"{m:.3f} ± {s:.3f}" if key < 2 else f"{m:.2f} ± {s:.2f}"
-                for key, (m, s, _) in enumerate(row)) + " |")
+                (f"{m:.3f}" if key < 2 else f"{m:.2f}")
+                + ("" if n < 2 else f" ± {s:.3f}" if key < 2 else f" ± {s:.2f}")
+                for key, (m, s, n) in enumerate(row)) + " |")
     return "\n".join(lines) + "\n"
+
+
+def missing_lines(missing, models):
+    """The fits a --cached-only render lacks, one line per K and seed."""
+    by_run = {}
+    for name, K, seed in missing:
+        by_run.setdefault((K, seed), []).append(name)
+    return [f"- K = {K}, seed {seed}: " + (
+        "every model" if set(names) == set(models) else ", ".join(names))
+        for (K, seed), names in sorted(by_run.items())]
 
 
 # ---------------------------------------------------------------------------
@@ -631,14 +643,16 @@ def main(argv=None):
         draw("fig4", figure_4, figures["STC"], figures["MedSTC"])
     draw("fig5", figure_5, records, topics)
     draw("fig6", figure_6, records, topics)
-    corpus_line = corpus.summary if corpus is not None else "as cached"
+    corpus_line = corpus.summary if corpus is not None else (
+        "as in the cached fits: " + ("the embedded three-group corpus" if args.quick else
+                                     "20 Newsgroups (`--data`, by default ../shared/data/20news "
+                                     "from the repository root), its full train and test splits"))
     with open(args.output, "w", encoding="utf-8") as handle:
         handle.write(render(args, grid, corpus_line, records, figures, images))
         if missing:
             handle.write("\n## Not measured\n\nRendered with `--cached-only`; these fits of the "
-                         f"run ({len(missing)}) are not in the cache:\n\n" + "\n".join(
-                             f"- {name}, K = {K}, seed {seed}" for name, K, seed in missing)
-                         + "\n")
+                         f"run ({len(missing)}) are not in the cache:\n\n"
+                         + "\n".join(missing_lines(missing, args.models)) + "\n")
     log(f"wrote {shown_path(args.output)} and {len(images)} figures; {computed} fits computed")
     return computed
 

@@ -26,5 +26,16 @@ def test_quick_reproduction_writes_every_section_and_reuses_its_cache(tmp_path):
     # --cached-only with a K the cache lacks: nothing fitted, the missing fits listed
     assert script.main(argv + ["--cached-only", "--topics", "3", "4", "5"]) == 0
     listed = report.read_text().split("## Not measured")[1]
-    assert all(f"- {name}, K = 5, seed 0" in listed for name in script.MODELS)
+    assert "- K = 5, seed 0: every model" in listed
     assert "K = 4" not in listed
+    assert script.main(argv + ["--cached-only", "--topics", "5", "--models", "STC", "LDA"]) == 0
+    listed = report.read_text().split("## Not measured")[1]
+    assert "run (2) are not in the cache" in listed  # every model of this run: two
+    assert "- K = 5, seed 0: every model" in listed
+
+
+def test_missing_fits_are_listed_per_K_and_seed():
+    script = load_benchmark("reproduce_paper.py")
+    missing = [("STC", 5, 0), ("LDA", 5, 0), ("STC", 5, 1), ("LDA", 3, 1)]
+    assert script.missing_lines(missing, ["STC", "LDA"]) == [
+        "- K = 3, seed 1: LDA", "- K = 5, seed 0: every model", "- K = 5, seed 1: STC"]

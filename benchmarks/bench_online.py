@@ -4,11 +4,13 @@ Usage::
 
     python benchmarks/bench_online.py [--data DIR] [--topics 50] [--threads 2]
                                       [--batch-size B] [--passes P] [--rounds 2]
+                                      [--setting paper|defaults]
                                       [--output benchmarks/results_online.md]
 
 Both models use ``STC(n_topics=K, random_state=0, n_jobs=threads, rho=0.01,
 rho_units="absolute", theta_penalty="l2")`` (the paper's setting, the defaults when
-results_online.md was measured) with the other parameters at their defaults; the
+results_online.md was measured) with the other parameters at their defaults, or with
+``--setting defaults`` STC's defaults (results_online_defaults.md); the
 online one adds
 ``learning_method="online"`` (and ``batch_size`` / ``n_passes`` when given;
 by default the online defaults). Measured:
@@ -45,6 +47,7 @@ from _common import PAPER_STC, REPO_ROOT, add_data_option, load_corpus, log
 from _machine import load_average, machine_section, publish, uptime_line
 
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_online.md")
+DEFAULTS_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_online_defaults.md")
 
 
 def svm_accuracy(train_codes, y_train, test_codes, y_test):
@@ -109,12 +112,20 @@ def main(argv=None):
                         help="online n_passes (default: STC's default)")
     parser.add_argument("--rounds", type=int, default=2,
                         help="timed fits of each model, interleaved (batch, online, batch, ...)")
-    parser.add_argument("--output", default=DEFAULT_OUTPUT)
+    parser.add_argument("--setting", choices=("paper", "defaults"), default="paper",
+                        help="STC's sparsity parameters: the paper's (rho=0.01 absolute, "
+                        "theta l2; default) or the package's defaults")
+    parser.add_argument("--output", default=None,
+                        help="default: benchmarks/results_online.md (paper setting), "
+                        "benchmarks/results_online_defaults.md (defaults)")
     parser.add_argument("--verbose", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.output is None:
+        args.output = DEFAULT_OUTPUT if args.setting == "paper" else DEFAULTS_OUTPUT
     start_uptime = uptime_line()
     train, test, summary = load_corpus(args.data)
-    common = dict(n_topics=args.topics, random_state=0, n_jobs=args.threads, **PAPER_STC)
+    setting = PAPER_STC if args.setting == "paper" else {}
+    common = dict(n_topics=args.topics, random_state=0, n_jobs=args.threads, **setting)
     online_params = dict(common, learning_method="online")
     if args.batch_size is not None:
         online_params["batch_size"] = args.batch_size
@@ -165,8 +176,11 @@ def main(argv=None):
     command = "python benchmarks/bench_online.py " + " ".join(argv or sys.argv[1:])
     text = "\n".join([
         "# Online vs. batch STC on 20 Newsgroups", "",
-        f"K = {args.topics}, random_state=0, rho=0.01, rho_units='absolute', "
-        "theta_penalty='l2' (the paper's setting), other parameters at their defaults; online: "
+        f"K = {args.topics}, random_state=0, "
+        + ("rho=0.01, rho_units='absolute', theta_penalty='l2' (the paper's setting), other "
+           "parameters at their defaults" if args.setting == "paper" else
+           "STC's defaults (rho={rho}, rho_units='{rho_units}', theta_penalty="
+           "'{theta_penalty}')".format(**defaults)) + "; online: "
         + ", ".join(f"{k} = {v}" for k, v in online_setting.items())
         + f". Each model was fitted {args.rounds} times, interleaved (batch, online, batch, "
         "...); the fit time is the median and the ratio compares medians. The machine is a "

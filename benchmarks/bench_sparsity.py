@@ -79,6 +79,9 @@ FULL = dict(
     other_lambda_rho=(0.003, 0.01, 0.02, 0.05, 0.1),
     stc_max_iter=100,
     recoded_rho=(0.02, 0.05, 0.1, 0.3, 1.0, 3.0),
+    # The most accurate STC setting's topics (rho, lambda_, theta penalty), coded at high rho
+    most_accurate=(0.01, 0.1, "l1"),
+    most_accurate_recoded_rho=(0.3, 1.0),
     lda_alpha=(1e-3, 1e-2, 1e-1, None, 1.0),
     lda_max_iter=10,
     medstc_rho=(0.001, 0.05, 0.1, 0.02, 0.01),
@@ -102,6 +105,7 @@ FULL = dict(
         stc_lambda=(0.1,),
         theta_penalties=("l1",),
         recoded_rho=(),
+        most_accurate_recoded_rho=(),
         lda_alpha=(None, 1.0),
         medstc_rho=(0.05,),
         medstc_cv=((3e4, 30.0),),
@@ -241,8 +245,9 @@ def svm_accuracy(Ftr, ytr, Fte, yte, threads, with_times=False):
 def fit_stc(point, corpus, threads, cache):
     """The STC model of ``point``, fitted on the training split; (model, fit time).
 
-    The paper's setting is also kept as a model file beside the cache, for the
-    points that code with its topics (`run_stc_recoded`).
+    The paper's setting (and a point marked ``keep_model``) is also kept as a model
+    file beside the cache, for the points that code with its topics
+    (`run_stc_recoded`).
     """
     from stc import STC, load
 
@@ -255,7 +260,7 @@ def fit_stc(point, corpus, threads, cache):
                 rho_units=point["rho_units"], theta_penalty=point["theta_penalty"],
                 max_iter=point["max_iter"], random_state=point["seed"], n_jobs=threads)
     model.fit(corpus.Xtr)
-    if point["label"] == "paper":
+    if point["label"] == "paper" or point.get("keep_model"):
         model.save(path)
     return model, model.fit_time_
 
@@ -289,7 +294,7 @@ def run_stc(point, corpus, threads, cache):
 
 
 def run_stc_recoded(point, corpus, threads, cache):
-    """The topics of the paper's setting, documents coded with another (relative) rho.
+    """The topics of one setting, documents coded with another (relative) rho.
 
     ``transform`` codes with the estimator's current parameters, so setting rho
     after ``fit`` changes only the coding of new documents, not the topics.
@@ -512,6 +517,12 @@ def grid_points(grid, K):
         for penalty in grid.get("other_lambda_penalties", grid["theta_penalties"]):
             points += [stc(rho, lambda_, penalty)
                        for rho in grid.get("other_lambda_rho", grid["stc_rho"])]
+    if grid.get("most_accurate_recoded_rho"):
+        # the same fit as that grid point; keep_model keeps its model file for the codings
+        topics = dict(stc(*grid["most_accurate"]), keep_model=True)
+        points += [dict(model="stc-recoded", K=K, topics_of=topics, rho=rho,
+                        rho_units="relative", label="most accurate")
+                   for rho in grid["most_accurate_recoded_rho"]]
     return points
 
 
@@ -579,12 +590,22 @@ def stc_table(rows):
     return lines
 
 
+def topics_name(r):
+    """Whose topics a recoded STC point codes with."""
+    t = r["topics_of"]
+    if t["label"] == "paper":
+        return "the paper's setting"
+    return (f"rho {t['rho']:g} ({t['rho_units']}), theta {t['theta_penalty']}, "
+            f"lambda_ {t['lambda_']:g} ({r['label']})")
+
+
 def recoded_table(rows):
-    lines = ["| rho used to code (relative) | rho of (2) | word-code zeros | doc-code zeros | "
-             "accuracy | SVM features, C (CV acc.) | code test (s) |",
-             "|---|---|---|---|---|---|---|"]
-    for r in sorted(rows, key=lambda r: r["word_zero"]):
-        lines.append(f"| {r['rho']:g} | {r['rho_absolute']:.4g} | {fmt(r['word_zero'])} | "
+    lines = ["| topics of | rho used to code (relative) | rho of (2) | word-code zeros | "
+             "doc-code zeros | accuracy | SVM features, C (CV acc.) | code test (s) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: (r["label"], r["word_zero"])):
+        lines.append(f"| {topics_name(r)} | {r['rho']:g} | {r['rho_absolute']:.4g} | "
+                     f"{fmt(r['word_zero'])} | "
                      f"{fmt(r['doc_zero'])} | {fmt(r['accuracy'], 4)} | "
                      f"{r['svm_normalisation']}, {r['svm_C']:g} ({fmt(r['svm_cv_score'])}) | "
                      f"{r['transform_time']:.2f} |")
@@ -669,7 +690,8 @@ def target_lines(by_model):
 
 def describe(r):
     if r["model"] == "stc-recoded":
-        return (f"STC, the paper's topics coded at rho={r['rho']:g} (relative): zeros "
+        return (f"STC, the topics of {topics_name(r)} coded at rho={r['rho']:g} (relative): "
+                f"zeros "
                 f"{r['word_zero']:.3f}, accuracy {r['accuracy']:.4f}")
     if r["model"] == "medstc-recoded":
         return (f"MedSTC, the paper setting's topics coded at rho={r['rho']:g} (relative), classifier "
@@ -710,9 +732,11 @@ def plot_frontier(K, by_model, path, corpus_name):
             rows = [r for r in by_model["stc"] if r["theta_penalty"] == r_pen
                     and r["lambda_"] == lam and r["rho_units"] == "relative"]
             curves.append((f"STC + SVM, theta {r_pen}, lambda_ {lam:g}", rows, "o-"))
-    if by_model.get("stc-recoded"):
-        curves.append(("STC + SVM, the paper's topics coded at other rho",
-                       by_model["stc-recoded"], "D:"))
+    for label, name in (("", "the paper's topics"), ("most accurate",
+                                                      "the most accurate setting's topics")):
+        rows = [r for r in by_model.get("stc-recoded", []) if r["label"] == label]
+        if rows:
+            curves.append((f"STC + SVM, {name} coded at other rho", rows, "D:"))
     for r_pen in sorted({r["theta_penalty"] for r in by_model.get("medstc", [])}):
         rows = [r for r in by_model["medstc"] if r["theta_penalty"] == r_pen
                 and r["rho_units"] == "relative"]
@@ -776,9 +800,9 @@ def render(args, corpus_line, machine, records, plots):
                       "has both more zeros and a higher accuracy).", ""] + stc_table(
                           by_model["stc"]) + [""]
         if "stc-recoded" in by_model:
-            lines += ["### STC + LinearSVC, the paper's topics, documents coded at other rho",
+            lines += ["### STC + LinearSVC, learned topics, documents coded at other rho",
                       "", "The topics of the paper's setting (the row labelled paper in the "
-                      "table above); "
+                      "table above) or of another setting of that table; "
                       "train and test documents coded by `transform` after "
                       "`set_params(rho=..., rho_units=\"relative\")`.", ""] + recoded_table(
                           by_model["stc-recoded"]) + [""]
@@ -808,7 +832,8 @@ def parse_args(argv):
                         help="numbers of topics K (default: 50; --quick: 4)")
     parser.add_argument("--models", nargs="+", default=list(MODEL_KINDS), choices=MODEL_KINDS,
                         help="models to measure (default: all); stc-recoded: the topics of "
-                             "the paper's setting, documents coded at other rho")
+                             "the paper's setting (and at K = 50 of the most accurate one), "
+                             "documents coded at other rho")
     parser.add_argument("--threads", type=int, default=2, help="threads for every model "
                         "and for the cross-validations (default: 2)")
     parser.add_argument("--cache", default=DEFAULT_CACHE,

@@ -82,6 +82,9 @@ FULL = dict(
     # The most accurate STC setting's topics (rho, lambda_, theta penalty), coded at high rho
     most_accurate=(0.01, 0.1, "l1"),
     most_accurate_recoded_rho=(0.3, 1.0),
+    # MedSTC's paper-setting topics coded at these rho with the refit's C set by "auto"
+    # (which follows the scale of the codes) instead of the fixed refit_C
+    medstc_recoded_auto_rho=(0.02, 0.05, 0.1, 0.3, 1.0),
     lda_alpha=(1e-3, 1e-2, 1e-1, None, 1.0),
     lda_max_iter=10,
     medstc_rho=(0.001, 0.05, 0.1, 0.02, 0.01),
@@ -106,6 +109,7 @@ FULL = dict(
         theta_penalties=("l1",),
         recoded_rho=(),
         most_accurate_recoded_rho=(),
+        medstc_recoded_auto_rho=(),
         lda_alpha=(None, 1.0),
         medstc_rho=(0.05,),
         medstc_cv=((3e4, 30.0),),
@@ -407,21 +411,26 @@ def run_medstc_recoded(point, corpus, threads, cache):
     """MedSTC's topics at the paper's setting, documents coded with another (relative) rho.
 
     The classifier is refitted on the training documents coded that way, as MedSTC's
-    own final step (``refit_C``) does with its training rho.
+    own final step does with its training rho: with the model's ``refit_C``, or, for a
+    point with ``refit="auto"``, with the C that ``refit_C="auto"`` gives those codes.
     """
     from stc.supervised import CuttingPlaneSVM
+    from stc.supervised.medstc import auto_refit_C
 
     model = fit_medstc_paper(point["topics_of"], corpus, threads, cache)
     model.set_params(rho=point["rho"], rho_units=point["rho_units"])
-    coef = model.coef_
-    if model.refit_C is not None:
+    coef, refit_C = model.coef_, model.refit_C
+    if refit_C is not None:
+        theta_tr = model.transform(corpus.Xtr)
+        if point.get("refit") == "auto":
+            refit_C = auto_refit_C(theta_tr)
         y_index = np.searchsorted(model.classes_, corpus.ytr)
-        svm = CuttingPlaneSVM(C=model.refit_C, cost=model.cost, tol=model.svm_tol,
-                              max_iter=model.svm_max_iter).fit(model.transform(corpus.Xtr),
-                                                               y_index)
+        svm = CuttingPlaneSVM(C=refit_C, cost=model.cost, tol=model.svm_tol,
+                              max_iter=model.svm_max_iter).fit(theta_tr, y_index)
         coef = svm.coef_
     return dict(measure_medstc(model, corpus, coef), fit_time=model.fit_time_,
-                rho_absolute=objective_rho(model), C=model.C, lambda_=model.lambda_)
+                rho_absolute=objective_rho(model), C=model.C, lambda_=model.lambda_,
+                refit_C_used=None if refit_C is None else float(refit_C))
 
 
 def run_medstc(point, corpus, threads, cache):
@@ -517,6 +526,9 @@ def grid_points(grid, K):
         for penalty in grid.get("other_lambda_penalties", grid["theta_penalties"]):
             points += [stc(rho, lambda_, penalty)
                        for rho in grid.get("other_lambda_rho", grid["stc_rho"])]
+    points += [dict(model="medstc-recoded", K=K, topics_of=medstc_paper, rho=rho,
+                    rho_units="relative", refit="auto", label="")
+               for rho in grid.get("medstc_recoded_auto_rho", ())]
     if grid.get("most_accurate_recoded_rho"):
         # the same fit as that grid point; keep_model keeps its model file for the codings
         topics = dict(stc(*grid["most_accurate"]), keep_model=True)
@@ -612,11 +624,21 @@ def recoded_table(rows):
     return lines
 
 
+def refit_name(r):
+    """The C of a recoded MedSTC point's refitted classifier."""
+    if r["topics_of"]["refit_C"] is None:
+        return "none (the loop's classifier)"
+    if r.get("refit") == "auto":
+        return f"{r['refit_C_used']:.4g} (auto)"
+    return f"{r['topics_of']['refit_C']:g} (fixed)"
+
+
 def medstc_recoded_table(rows):
-    lines = ["| rho used to code (relative) | rho of (2) | word-code zeros | doc-code zeros | "
-             "accuracy | code test (s) |", "|---|---|---|---|---|---|"]
-    for r in sorted(rows, key=lambda r: r["word_zero"]):
-        lines.append(f"| {r['rho']:g} | {r['rho_absolute']:.4g} | {fmt(r['word_zero'])} | "
+    lines = ["| refit C | rho used to code (relative) | rho of (2) | word-code zeros | "
+             "doc-code zeros | accuracy | code test (s) |", "|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: (r.get("refit", ""), r["word_zero"])):
+        lines.append(f"| {refit_name(r)} | {r['rho']:g} | {r['rho_absolute']:.4g} | "
+                     f"{fmt(r['word_zero'])} | "
                      f"{fmt(r['doc_zero'])} | {fmt(r['accuracy'], 4)} | "
                      f"{r['transform_time']:.2f} |")
     return lines
@@ -694,8 +716,9 @@ def describe(r):
                 f"zeros "
                 f"{r['word_zero']:.3f}, accuracy {r['accuracy']:.4f}")
     if r["model"] == "medstc-recoded":
-        return (f"MedSTC, the paper setting's topics coded at rho={r['rho']:g} (relative), classifier "
-                f"refitted: zeros {r['word_zero']:.3f}, accuracy {r['accuracy']:.4f}")
+        return (f"MedSTC, the paper setting's topics coded at rho={r['rho']:g} (relative), "
+                f"classifier refitted with C {refit_name(r)}: zeros {r['word_zero']:.3f}, "
+                f"accuracy {r['accuracy']:.4f}")
     setting = (f"{r['model']} rho={r['rho']:g} ({r['rho_units']}), theta {r['theta_penalty']}"
                + (f", lambda_={r['lambda_']:g}" if "lambda_" in r else "")
                + (f", C={r['C']:g}" if "C" in r else ""))
@@ -742,9 +765,11 @@ def plot_frontier(K, by_model, path, corpus_name):
                 and r["rho_units"] == "relative"]
         curves.append((f"MedSTC, theta {r_pen}, over rho (C, lambda_ as in the table)",
                        rows, "s-"))
-    if by_model.get("medstc-recoded"):
-        curves.append(("MedSTC, the paper setting's topics coded at other rho (classifier refitted)",
-                       by_model["medstc-recoded"], "P:"))
+    for refit, name in (("", "fixed C"), ("auto", "C auto")):
+        rows = [r for r in by_model.get("medstc-recoded", []) if r.get("refit", "") == refit]
+        if rows:
+            curves.append((f"MedSTC, the paper setting's topics coded at other rho "
+                           f"(classifier refitted, {name})", rows, "P:"))
     lda = by_model.get("lda", [])
     for i, threshold in enumerate(LDA_THRESHOLDS):
         rows = [dict(r, word_zero=r["word_zero_by_threshold"][i]) for r in lda]
@@ -816,7 +841,9 @@ def render(args, corpus_line, machine, records, plots):
                       "documents coded by `transform` after `set_params(rho=..., "
                       "rho_units=\"relative\")`, and the classifier refitted on the training "
                       "codes with `stc.supervised.CuttingPlaneSVM(C=refit_C, cost=cost)`, as "
-                      "MedSTC's own final step does.", ""] + medstc_recoded_table(
+                      "MedSTC's own final step does: with the fixed refit_C the model was "
+                      "fitted with, or with the C `refit_C=\"auto\"` gives the new codes "
+                      "(5e6 / mean_d ||theta_d||^2).", ""] + medstc_recoded_table(
                           by_model["medstc-recoded"]) + [""]
     return "\n".join(lines)
 

@@ -406,6 +406,15 @@ def verdict_fig4(stc_data, med_data):
             f"discriminative: {'yes' if med_sim < stc_sim else 'no'}."]
 
 
+def above(records, a, b, K):
+    """Whether model a is more accurate than b at K; flags a gap within the seeds' spread."""
+    (ma, sa, na), (mb, sb, nb) = (summarise(records, n, K, "accuracy") for n in (a, b))
+    word = "yes" if ma > mb else "no"
+    if min(na, nb) >= 2 and abs(ma - mb) <= max(sa, sb):
+        word += f" ({ma - mb:+.3f}, within one standard deviation over the seeds)"
+    return word
+
+
 def verdict_fig5(records, topics):
     lines = []
     for K in topics:
@@ -415,10 +424,10 @@ def verdict_fig5(records, topics):
         order = sorted(acc, key=lambda n: -acc[n])
         lines.append(f"- K = {K}: " + ", ".join(f"{n} {acc[n]:.3f}" for n in order) +
                      f". MedSTC best: {'yes' if order[0] == 'MedSTC' else 'no'}; STC + SVM above "
-                     f"LDA + SVM and NMF + SVM: "
-                     f"{'yes' if acc['STC'] > max(acc['LDA'], acc['NMF']) else 'no'}; STC above "
-                     f"gaussSTC: {'yes' if acc['STC'] > acc['gaussSTC'] else 'no'}; MedSTC above "
-                     f"gaussMedSTC: {'yes' if acc['MedSTC'] > acc['gaussMedSTC'] else 'no'}.")
+                     f"LDA + SVM: {above(records, 'STC', 'LDA', K)}; above NMF + SVM: "
+                     f"{above(records, 'STC', 'NMF', K)}; STC above gaussSTC: "
+                     f"{above(records, 'STC', 'gaussSTC', K)}; MedSTC above gaussMedSTC: "
+                     f"{above(records, 'MedSTC', 'gaussMedSTC', K)}.")
     return lines
 
 

@@ -85,6 +85,10 @@ FULL = dict(
     # MedSTC's paper-setting topics coded at these rho with the refit's C set by "auto"
     # (which follows the scale of the codes) instead of the fixed refit_C
     medstc_recoded_auto_rho=(0.02, 0.05, 0.1, 0.3, 1.0),
+    # ... and with the refit's C chosen by 3-fold CV on the training codes, from "auto"'s C
+    # times these factors
+    medstc_recoded_cv_rho=(0.3, 1.0),
+    medstc_recoded_cv_factors=(0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0),
     lda_alpha=(1e-3, 1e-2, 1e-1, None, 1.0),
     lda_max_iter=10,
     medstc_rho=(0.001, 0.05, 0.1, 0.02, 0.01),
@@ -110,6 +114,7 @@ FULL = dict(
         recoded_rho=(),
         most_accurate_recoded_rho=(),
         medstc_recoded_auto_rho=(),
+        medstc_recoded_cv_rho=(),
         lda_alpha=(None, 1.0),
         medstc_rho=(0.05,),
         medstc_cv=((3e4, 30.0),),
@@ -407,6 +412,26 @@ def measure_medstc(model, corpus, coef=None):
                 doc_zero=float(np.mean(theta_te == 0)), accuracy=accuracy)
 
 
+def cv_refit_C(model, theta, y_index, candidates):
+    """The candidate C whose refitted classifier scores best in 3-fold CV on ``theta``."""
+    from sklearn.model_selection import StratifiedKFold
+
+    from stc.supervised import CuttingPlaneSVM
+
+    folds = list(StratifiedKFold(3, shuffle=True, random_state=0).split(theta, y_index))
+    scores = []
+    for C in candidates:
+        correct = 0
+        for fit_rows, val_rows in folds:
+            svm = CuttingPlaneSVM(C=C, cost=model.cost, tol=model.svm_tol,
+                                  max_iter=model.svm_max_iter).fit(theta[fit_rows],
+                                                                   y_index[fit_rows])
+            predicted = np.argmax(theta[val_rows] @ svm.coef_.T, axis=1)
+            correct += int(np.sum(predicted == y_index[val_rows]))
+        scores.append(correct / len(y_index))
+    return candidates[int(np.argmax(scores))]
+
+
 def run_medstc_recoded(point, corpus, threads, cache):
     """MedSTC's topics at the paper's setting, documents coded with another (relative) rho.
 
@@ -422,9 +447,12 @@ def run_medstc_recoded(point, corpus, threads, cache):
     coef, refit_C = model.coef_, model.refit_C
     if refit_C is not None:
         theta_tr = model.transform(corpus.Xtr)
+        y_index = np.searchsorted(model.classes_, corpus.ytr)
         if point.get("refit") == "auto":
             refit_C = auto_refit_C(theta_tr)
-        y_index = np.searchsorted(model.classes_, corpus.ytr)
+        elif point.get("refit") == "cv":
+            refit_C = cv_refit_C(model, theta_tr, y_index,
+                                 [f * auto_refit_C(theta_tr) for f in point["refit_factors"]])
         svm = CuttingPlaneSVM(C=refit_C, cost=model.cost, tol=model.svm_tol,
                               max_iter=model.svm_max_iter).fit(theta_tr, y_index)
         coef = svm.coef_
@@ -529,6 +557,10 @@ def grid_points(grid, K):
     points += [dict(model="medstc-recoded", K=K, topics_of=medstc_paper, rho=rho,
                     rho_units="relative", refit="auto", label="")
                for rho in grid.get("medstc_recoded_auto_rho", ())]
+    points += [dict(model="medstc-recoded", K=K, topics_of=medstc_paper, rho=rho,
+                    rho_units="relative", refit="cv",
+                    refit_factors=list(grid["medstc_recoded_cv_factors"]), label="")
+               for rho in grid.get("medstc_recoded_cv_rho", ())]
     if grid.get("most_accurate_recoded_rho"):
         # the same fit as that grid point; keep_model keeps its model file for the codings
         topics = dict(stc(*grid["most_accurate"]), keep_model=True)
@@ -630,6 +662,8 @@ def refit_name(r):
         return "none (the loop's classifier)"
     if r.get("refit") == "auto":
         return f"{r['refit_C_used']:.4g} (auto)"
+    if r.get("refit") == "cv":
+        return f"{r['refit_C_used']:.4g} (CV)"
     return f"{r['topics_of']['refit_C']:g} (fixed)"
 
 
@@ -765,7 +799,7 @@ def plot_frontier(K, by_model, path, corpus_name):
                 and r["rho_units"] == "relative"]
         curves.append((f"MedSTC, theta {r_pen}, over rho (C, lambda_ as in the table)",
                        rows, "s-"))
-    for refit, name in (("", "fixed C"), ("auto", "C auto")):
+    for refit, name in (("", "fixed C"), ("auto", "C auto"), ("cv", "C by CV")):
         rows = [r for r in by_model.get("medstc-recoded", []) if r.get("refit", "") == refit]
         if rows:
             curves.append((f"MedSTC, the paper setting's topics coded at other rho "
@@ -842,8 +876,9 @@ def render(args, corpus_line, machine, records, plots):
                       "rho_units=\"relative\")`, and the classifier refitted on the training "
                       "codes with `stc.supervised.CuttingPlaneSVM(C=refit_C, cost=cost)`, as "
                       "MedSTC's own final step does: with the fixed refit_C the model was "
-                      "fitted with, or with the C `refit_C=\"auto\"` gives the new codes "
-                      "(5e6 / mean_d ||theta_d||^2).", ""] + medstc_recoded_table(
+                      "fitted with, with the C `refit_C=\"auto\"` gives the new codes "
+                      "(5e6 / mean_d ||theta_d||^2), or with a C chosen by 3-fold CV on the "
+                      "training codes from that C times 0.1 to 100.", ""] + medstc_recoded_table(
                           by_model["medstc-recoded"]) + [""]
     return "\n".join(lines)
 

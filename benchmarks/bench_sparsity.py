@@ -780,8 +780,13 @@ def plot_frontier(K, by_model, path, corpus_name):
     """Sparsity (x) against accuracy (y), one curve per model family, for one K."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(10, 5.5), layout="constrained")
+    from matplotlib import colormaps
+
+    fig = Figure(figsize=(10, 9), layout="constrained")
     ax = fig.add_subplot()
+    # up to 20 distinct colours: the dark half of tab20, then the light half
+    tab20 = colormaps["tab20"].colors
+    ax.set_prop_cycle(color=list(tab20[0::2]) + list(tab20[1::2]))
     curves = []
     for r_pen in sorted({r["theta_penalty"] for r in by_model.get("stc", [])}):
         for lam in sorted({r["lambda_"] for r in by_model.get("stc", [])
@@ -834,7 +839,7 @@ def plot_frontier(K, by_model, path, corpus_name):
     ax.set_title(f"Sparsity against accuracy, {corpus_name}, K = {K}")
     ax.set_xlim(-0.02, 1.0)  # a little room for the markers of dense codes
     ax.grid(True, alpha=0.3)
-    fig.legend(fontsize=8, loc="outside right upper")
+    fig.legend(fontsize=8, loc="outside lower center", ncols=2)
     fig.savefig(path, dpi=110)
 
 

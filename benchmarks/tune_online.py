@@ -167,7 +167,7 @@ def main(argv=None):
     text = "\n".join([
         "# Tuning online STC on the training split of 20 Newsgroups", "",
         f"K = {args.topics}, rho=0.01, rho_units='absolute', theta_penalty='l2' (the "
-        "paper's setting); tuning-fit part {fit_rows.size} documents, validation part "
+        f"paper's setting); tuning-fit part {fit_rows.size} documents, validation part "
         f"{validation_rows.size} documents, both from the training split (seed 0); the test "
         "split is not read. Online settings are sorted by validation objective.", "",
         f"Command: `{command.strip()}`", "",

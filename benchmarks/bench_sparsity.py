@@ -414,22 +414,14 @@ def measure_medstc(model, corpus, coef=None):
 
 def cv_refit_C(model, theta, y_index, candidates):
     """The candidate C whose refitted classifier scores best in 3-fold CV on ``theta``."""
-    from sklearn.model_selection import StratifiedKFold
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
     from stc.supervised import CuttingPlaneSVM
 
-    folds = list(StratifiedKFold(3, shuffle=True, random_state=0).split(theta, y_index))
-    scores = []
-    for C in candidates:
-        correct = 0
-        for fit_rows, val_rows in folds:
-            svm = CuttingPlaneSVM(C=C, cost=model.cost, tol=model.svm_tol,
-                                  max_iter=model.svm_max_iter).fit(theta[fit_rows],
-                                                                   y_index[fit_rows])
-            predicted = np.argmax(theta[val_rows] @ svm.coef_.T, axis=1)
-            correct += int(np.sum(predicted == y_index[val_rows]))
-        scores.append(correct / len(y_index))
-    return candidates[int(np.argmax(scores))]
+    svm = CuttingPlaneSVM(cost=model.cost, tol=model.svm_tol, max_iter=model.svm_max_iter)
+    search = GridSearchCV(svm, {"C": list(candidates)},
+                          cv=StratifiedKFold(3, shuffle=True, random_state=0))
+    return float(search.fit(theta, y_index).best_params_["C"])
 
 
 def run_medstc_recoded(point, corpus, threads, cache):

@@ -428,8 +428,9 @@ def run_medstc_recoded(point, corpus, threads, cache):
     """MedSTC's topics at the paper's setting, documents coded with another (relative) rho.
 
     The classifier is refitted on the training documents coded that way, as MedSTC's
-    own final step does with its training rho: with the model's ``refit_C``, or, for a
-    point with ``refit="auto"``, with the C that ``refit_C="auto"`` gives those codes.
+    own final step does with its training rho: with the model's ``refit_C``; for a
+    point with ``refit="auto"`` with the C that ``refit_C="auto"`` gives those codes;
+    for ``refit="cv"`` with the C of ``refit_factors`` times that one chosen by CV.
     """
     from stc.supervised import CuttingPlaneSVM
     from stc.supervised.medstc import auto_refit_C
@@ -739,8 +740,7 @@ def target_lines(by_model):
 def describe(r):
     if r["model"] == "stc-recoded":
         return (f"STC, the topics of {topics_name(r)} coded at rho={r['rho']:g} (relative): "
-                f"zeros "
-                f"{r['word_zero']:.3f}, accuracy {r['accuracy']:.4f}")
+                f"zeros {r['word_zero']:.3f}, accuracy {r['accuracy']:.4f}")
     if r["model"] == "medstc-recoded":
         return (f"MedSTC, the paper setting's topics coded at rho={r['rho']:g} (relative), "
                 f"classifier refitted with C {refit_name(r)}: zeros {r['word_zero']:.3f}, "
@@ -770,9 +770,8 @@ def is_stc_default(r):
 
 def plot_frontier(K, by_model, path, corpus_name):
     """Sparsity (x) against accuracy (y), one curve per model family, for one K."""
-    from matplotlib.figure import Figure
-
     from matplotlib import colormaps
+    from matplotlib.figure import Figure
 
     fig = Figure(figsize=(10, 9), layout="constrained")
     ax = fig.add_subplot()

@@ -694,7 +694,7 @@ def medstc_table(rows):
     for r in sorted(rows, key=lambda r: (r["theta_penalty"], r["word_zero"])):
         # the paper's point (the only one in absolute units) keeps the cache label
         # "defaults" it had when it was the default; the table calls it what it is
-        is_paper = r["rho_units"] == "absolute"
+        is_paper = is_paper_medstc(r)
         cv = "; ".join(f"{c['C']:g}/{c['lambda_']:g}: {c['validation_accuracy']:.3f}"
                        for c in r["cv_results"]) or ("the paper's, no CV" if is_paper
                                                      else "fixed, no CV")
@@ -758,6 +758,11 @@ def best_at(rows, zeros):
     return describe(max(candidates, key=lambda r: r["accuracy"]))
 
 
+def is_paper_medstc(r):
+    """Whether a measured MedSTC point is the paper's setting (the only absolute-units one)."""
+    return r["rho_units"] == "absolute"
+
+
 def is_stc_default(r):
     """Whether a measured STC point is STC() at the package's defaults."""
     from stc import STC
@@ -816,7 +821,7 @@ def plot_frontier(K, by_model, path, corpus_name):
         ("STC, the defaults", "kX", 11,
          [r for r in by_model.get("stc", []) if is_stc_default(r)]),
         ("MedSTC, the paper's setting", "ks", 9,
-         [r for r in by_model.get("medstc", []) if r["rho_units"] == "absolute"]),
+         [r for r in by_model.get("medstc", []) if is_paper_medstc(r)]),
         ("MedSTC, the defaults", "kP", 11,
          [r for r in by_model.get("medstc", []) if r["rho_units"] == "relative"
           and r["label"] == "defaults"]),
@@ -866,6 +871,7 @@ def render(args, corpus_line, machine, records, plots):
         if "medstc" in by_model:
             lines += ["### MedSTC", ""] + medstc_table(by_model["medstc"]) + [""]
         if "medstc-recoded" in by_model:
+            factors = FULL["medstc_recoded_cv_factors"]
             lines += ["### MedSTC, the paper setting's topics, documents coded at other rho", "",
                       "MedSTC at the paper's setting (the row without CV above); train and test "
                       "documents coded by `transform` after `set_params(rho=..., "
@@ -874,7 +880,8 @@ def render(args, corpus_line, machine, records, plots):
                       "MedSTC's own final step does: with the fixed refit_C the model was "
                       "fitted with, with the C `refit_C=\"auto\"` gives the new codes "
                       "(5e6 / mean_d ||theta_d||^2), or with a C chosen by 3-fold CV on the "
-                      "training codes from that C times 0.1 to 100.", ""] + medstc_recoded_table(
+                      f"training codes from that C times {min(factors):g} to "
+                      f"{max(factors):g}.", ""] + medstc_recoded_table(
                           by_model["medstc-recoded"]) + [""]
     return "\n".join(lines)
 

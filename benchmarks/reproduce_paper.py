@@ -389,15 +389,11 @@ def frontier_verdict(frontier_rows, K):
     if not sparse:
         return [f"- On the frontier (K = {K}): no STC point is as sparse as LDA."]
     best = max(sparse, key=lambda r: r["accuracy"])
-    how = (f"topics fitted at rho {best['topics_of']['rho']:g} "
-           f"({best['topics_of']['rho_units']}), documents coded at rho {best['rho']:g}"
-           if best["model"] == "stc-recoded" else
-           f"fitted at rho {best['rho']:g} ({best['rho_units']})")
     return [f"- On the frontier (K = {K}, `benchmarks/results_sparsity.md`): the most "
             f"accurate STC codes at least as sparse as LDA's ({lda[0]['word_zero']:.3f} zeros, "
-            f"LDA + SVM {lda[0]['accuracy']:.3f}) come from {how}: {best['word_zero']:.3f} "
-            f"zeros, STC + SVM {best['accuracy']:.3f}. STC can be sparser than LDA at a "
-            f"higher accuracy: {'yes' if best['accuracy'] > lda[0]['accuracy'] else 'no'}."]
+            f"LDA + SVM {lda[0]['accuracy']:.3f}): {frontier.describe(best)}. STC can be "
+            f"sparser than LDA at a higher accuracy: "
+            f"{'yes' if best['accuracy'] > lda[0]['accuracy'] else 'no'}."]
 
 
 def verdict_fig3(figures):

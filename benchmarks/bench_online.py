@@ -4,6 +4,7 @@ Usage::
 
     python benchmarks/bench_online.py [--data DIR] [--topics 50] [--threads 2]
                                       [--batch-size B] [--passes P] [--rounds 2]
+                                      [--dictionary-steps S]
                                       [--setting paper|defaults]
                                       [--output benchmarks/results_online.md]
 
@@ -110,6 +111,8 @@ def main(argv=None):
                         help="online batch_size (default: STC's default)")
     parser.add_argument("--passes", type=int, default=None,
                         help="online n_passes (default: STC's default)")
+    parser.add_argument("--dictionary-steps", type=int, default=None,
+                        help="dictionary_max_iter (default: STC's default)")
     parser.add_argument("--rounds", type=int, default=2,
                         help="timed fits of each model, interleaved (batch, online, batch, ...)")
     parser.add_argument("--setting", choices=("paper", "defaults"), default="paper",
@@ -131,6 +134,8 @@ def main(argv=None):
         online_params["batch_size"] = args.batch_size
     if args.passes is not None:
         online_params["n_passes"] = args.passes
+    if args.dictionary_steps is not None:
+        online_params["dictionary_max_iter"] = args.dictionary_steps
     # Timed fits interleaved, so that a change in the machine's load hits both alike.
     fits = {"batch": ([], [], None), "online": ([], [], None)}
     for round_number in range(1, args.rounds + 1):

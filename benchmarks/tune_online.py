@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/tune_online.py [--data DIR] [--topics 50] [--threads 2]
         [--batch-sizes 256,1024] [--decays 0.55,0.7] [--offsets 1,10] [--steps 1,3]
-        [--averaging 0,0.5] [--passes 3] [--accuracy-top 4]
+        [--averaging 0,0.5] [--passes 3] [--accuracy-top 4] [--setting paper|defaults]
         [--output benchmarks/results_online_tuning.md]
 
 The test split is never read. The training split is divided once (seed 0)
@@ -12,7 +12,8 @@ into a tuning-fit part (80 %) and a validation part (20 %). Every model is
 ``STC(n_topics=K, random_state=0, n_jobs=threads, rho=0.01, rho_units="absolute",
 theta_penalty="l2")`` (the paper's setting, the defaults when
 results_online_tuning.md was measured and its cached settings were fitted) with the
-other parameters at their defaults; the batch model is the reference. Each online setting
+other parameters at their defaults, or with ``--setting defaults`` STC's defaults
+(results_online_tuning_defaults.md); the batch model is the reference. Each online setting
 (batch_size x learning_decay x learning_offset x dictionary_max_iter x
 topic_averaging, with ``n_passes``) is fitted on the tuning-fit part and scored by its validation
 objective (objective (2) of coding the validation documents, ``objective``),
@@ -42,6 +43,7 @@ from _machine import load_average, machine_section, publish, source_fingerprint,
 from bench_online import svm_accuracy
 
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_online_tuning.md")
+DEFAULTS_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_online_tuning_defaults.md")
 CACHE = os.path.join(REPO_ROOT, "benchmarks", ".cache", "tune_online")
 
 
@@ -110,10 +112,19 @@ def main(argv=None):
     parser.add_argument("--averaging", default="0,0.5")
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--accuracy-top", type=int, default=4)
-    parser.add_argument("--output", default=DEFAULT_OUTPUT)
+    parser.add_argument("--setting", choices=("paper", "defaults"), default="paper",
+                        help="STC's sparsity parameters: the paper's (rho=0.01 absolute, "
+                        "theta l2; default) or the package's defaults")
+    parser.add_argument("--output", default=None,
+                        help="default: benchmarks/results_online_tuning.md (paper setting), "
+                        "benchmarks/results_online_tuning_defaults.md (defaults)")
     parser.add_argument("--cached-only", action="store_true",
                         help="fit nothing: report every setting measured so far (all grids run)")
     args = parser.parse_args(argv)
+    if args.output is None:
+        args.output = DEFAULT_OUTPUT if args.setting == "paper" else DEFAULTS_OUTPUT
+    # cache keys: the paper setting's have no prefix (they were fitted first)
+    prefix = "" if args.setting == "paper" else "defaults_"
     start_uptime = uptime_line()
     train, test, summary = load_corpus(args.data)
     del test  # tuning never looks at the test split
@@ -121,8 +132,9 @@ def main(argv=None):
     fit_part, validation = subset(train, fit_rows), subset(train, validation_rows)
     fingerprint = source_fingerprint(os.path.join(REPO_ROOT, "stc"))[0]
     # the cache keys leave these out: every cached setting was fitted with them
-    common = dict(n_topics=args.topics, random_state=0, n_jobs=args.threads, **PAPER_STC)
-    batch = measure(f"batch_K{args.topics}", common, fit_part, validation, fingerprint, True)
+    setting = PAPER_STC if args.setting == "paper" else {}
+    common = dict(n_topics=args.topics, random_state=0, n_jobs=args.threads, **setting)
+    batch = measure(f"{prefix}batch_K{args.topics}", common, fit_part, validation, fingerprint, True)
     settings = list(itertools.product(numbers(args.batch_sizes, int), numbers(args.decays),
                                       numbers(args.offsets), numbers(args.steps, int),
                                       numbers(args.averaging)))
@@ -130,14 +142,14 @@ def main(argv=None):
     if args.cached_only:
         settings = []
         for name in sorted(os.listdir(CACHE)):
-            if name.startswith(f"online_K{args.topics}_") and name.endswith(".json"):
+            if name.startswith(f"{prefix}online_K{args.topics}_") and name.endswith(".json"):
                 with open(os.path.join(CACHE, name), encoding="utf-8") as handle:
                     records.append(json.load(handle))
     for batch_size, decay, offset, steps, averaging in settings:
         params = dict(common, learning_method="online", batch_size=batch_size,
                       learning_decay=decay, learning_offset=offset, dictionary_max_iter=steps,
                       n_passes=args.passes, topic_averaging=averaging)
-        key = (f"online_K{args.topics}_b{batch_size}_k{decay:g}_t{offset:g}_s{steps}"
+        key = (f"{prefix}online_K{args.topics}_b{batch_size}_k{decay:g}_t{offset:g}_s{steps}"
                f"_p{args.passes}_a{averaging:g}")
         records.append(measure(key, params, fit_part, validation, fingerprint, False))
     records.sort(key=lambda r: r["validation_objective"])
@@ -163,11 +175,17 @@ def main(argv=None):
 
     rows.append(row("batch", batch))
     rows += [row("online", r) for r in records]
+    from stc import STC
+
+    defaults = STC().get_params()
+    described = ("rho=0.01, rho_units='absolute', theta_penalty='l2' (the paper's setting)"
+                 if args.setting == "paper" else
+                 "STC's defaults (rho={rho}, rho_units='{rho_units}', theta_penalty="
+                 "'{theta_penalty}')".format(**defaults))
     command = "python benchmarks/tune_online.py " + " ".join(argv or sys.argv[1:])
     text = "\n".join([
         "# Tuning online STC on the training split of 20 Newsgroups", "",
-        f"K = {args.topics}, rho=0.01, rho_units='absolute', theta_penalty='l2' (the "
-        f"paper's setting); tuning-fit part {fit_rows.size} documents, validation part "
+        f"K = {args.topics}, {described}; tuning-fit part {fit_rows.size} documents, validation part "
         f"{validation_rows.size} documents, both from the training split (seed 0); the test "
         "split is not read. Online settings are sorted by validation objective.", "",
         f"Command: `{command.strip()}`", "",

@@ -374,6 +374,19 @@ def _online_sums_at(partition, loss, beta_columns, n_jobs):
     return sums, time.perf_counter() - start
 
 
+def _add_rows(total, where, rows):
+    """total[where] += rows, ``where`` distinct row positions of ``total``.
+
+    A slice holding every term of the round (always so with one partition)
+    has ``where`` = 0, 1, ...: it is added without fancy indexing, which
+    would copy (terms, K) arrays twice.
+    """
+    if where.size == total.shape[0]:
+        total += rows
+    else:
+        total[where] += rows
+
+
 class DaskOnlineTraining:
     """Online learning (`stc.online`) over the partitions of a dask array.
 
@@ -479,18 +492,19 @@ class DaskOnlineTraining:
         weighted = np.zeros((union.size, self.n_topics))
         for (p_sums, w_sums, _, busy, _), where, i in zip(results, positions,
                                                           range(len(results))):
-            plain[where] += p_sums
-            weighted[where] += w_sums
+            _add_rows(plain, where, p_sums)
+            _add_rows(weighted, where, w_sums)
             self.busy_seconds[i] += busy
 
         def sums_at(columns):
             answers = client.gather([
                 client.submit(_online_sums_at, part, self.problem.loss,
-                              np.take(columns, where, axis=1), self.n_jobs, pure=False)
+                              columns if where.size == union.size
+                              else np.take(columns, where, axis=1), self.n_jobs, pure=False)
                 for part, where in zip(self.parts, positions)])
             total = np.zeros((union.size, self.n_topics))
             for i, ((sums, busy), where) in enumerate(zip(answers, positions)):
-                total[where] += sums
+                _add_rows(total, where, sums)
                 self.busy_seconds[i] += busy
             return total
 

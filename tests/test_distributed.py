@@ -80,15 +80,17 @@ def schedule_batches(X, rows_per_block, batch_size, n_passes, entropy):
     return batches
 
 
-def test_online_fit_is_fit_stream_over_the_partitions_batches(client, newsgroups):
+@pytest.mark.parametrize("rows_per_block", [250, 600])  # 3 partitions, or 1 (all terms)
+def test_online_fit_is_fit_stream_over_the_partitions_batches(client, newsgroups,
+                                                              rows_per_block):
     """Online on the cluster: the batches of the schedule, learned as fit_stream learns them."""
     X = newsgroups[0].data[:600]
     # topic_averaging=0: the average's window is the last pass's, which fit_stream over
     # all passes' batches in one pass would not know
     params = dict(n_topics=4, random_state=0, learning_method="online", batch_size=128,
                   dictionary_max_iter=2, topic_averaging=0.0, **PAPER)
-    spread = STC(**params, n_passes=2).fit(dask_rows(X, 250))
-    batches = schedule_batches(X, 250, 128, 2, entropy=0)
+    spread = STC(**params, n_passes=2).fit(dask_rows(X, rows_per_block))
+    batches = schedule_batches(X, rows_per_block, 128, 2, entropy=0)
     assert len(batches) == 10 and sum(b.shape[0] for b in batches) == 1200
     local = STC(**params, n_passes=1).fit_stream(batches)
     assert spread.n_batch_iter_ == local.n_batch_iter_ == 10 and spread.n_iter_ == 2

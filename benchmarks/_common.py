@@ -64,6 +64,35 @@ def log(message):
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+def add_setting_option(parser, default, outputs):
+    """``--setting paper|defaults`` and ``--output`` (its default depends on the setting).
+
+    ``outputs`` maps each setting to its results file; after parsing, call
+    `resolve_setting` for the STC parameters and the output path.
+    """
+    parser.add_argument("--setting", choices=("paper", "defaults"), default=default,
+                        help="STC's sparsity parameters: the paper's (rho=0.01 absolute, "
+                        "theta l2) or the package's defaults (default: %(default)s)")
+    parser.add_argument("--output", default=None,
+                        help="default: " + ", ".join(f"{repo_relative(path)} ({name})"
+                                                     for name, path in outputs.items()))
+    parser.set_defaults(setting_outputs=outputs)
+
+
+def resolve_setting(args):
+    """(STC parameters of ``args.setting``, its description); sets ``args.output``."""
+    from stc import STC
+
+    if args.output is None:
+        args.output = args.setting_outputs[args.setting]
+    if args.setting == "paper":
+        return dict(PAPER_STC), ("rho=0.01, rho_units='absolute', theta_penalty='l2' (the "
+                                 "paper's setting)")
+    defaults = STC().get_params()
+    return {}, ("STC's defaults (rho={rho}, rho_units='{rho_units}', theta_penalty="
+                "'{theta_penalty}')".format(**defaults))
+
+
 def add_data_option(parser):
     parser.add_argument("--data", "--data-home", dest="data", default=None, metavar="DIR",
                         help="directory of the 20 Newsgroups SVMlight files (default: "

@@ -41,7 +41,8 @@ import warnings
 
 import numpy as np
 
-from _common import PAPER_STC, REPO_ROOT, add_data_option, load_corpus, log
+from _common import (REPO_ROOT, add_data_option, add_setting_option, load_corpus, log,
+                     resolve_setting)
 from _machine import load_average, machine_section, publish, uptime_line
 
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_dask_online.md")
@@ -125,22 +126,16 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=None,
                         help="online batch_size (default: STC's default)")
     parser.add_argument("--workers", default="1,2")
-    parser.add_argument("--setting", choices=("paper", "defaults"), default="defaults",
-                        help="STC's sparsity parameters: the package's defaults (default) or "
-                        "the paper's (rho=0.01 absolute, theta l2)")
-    parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--processes", action="store_true",
                         help="workers in separate processes (LocalCluster(processes=True))")
-    parser.add_argument("--output", default=DEFAULT_OUTPUT)
+    add_setting_option(parser, "defaults", {"paper": DEFAULT_OUTPUT, "defaults": DEFAULT_OUTPUT})
     args = parser.parse_args(argv)
+    setting, described = resolve_setting(args)
     start_uptime = uptime_line()
     train, test, summary = load_corpus(args.data)
     del test
     X = train.data
     n_docs = X.shape[0]
-    from stc import STC
-
-    setting = PAPER_STC if args.setting == "paper" else {}
     params = dict(n_topics=args.topics, random_state=0, n_jobs=1, learning_method="online",
                   n_passes=1, **setting)
     if args.batch_size is not None:
@@ -179,12 +174,9 @@ def main(argv=None):
                     f"{rate / reference_rate:.2f} | {busy_rate:.0f} | "
                     f"{busy_rate / kernel_rate:.2f} | {loads} |")
     command = "python benchmarks/bench_dask_online.py " + " ".join(argv or sys.argv[1:])
-    defaults = STC().get_params()
-    batch_size = params.get("batch_size", f"default ({defaults['batch_size']})")
-    described = ("rho=0.01, rho_units='absolute', theta_penalty='l2' (the paper's setting)"
-                 if args.setting == "paper" else
-                 "STC's defaults (rho={rho}, rho_units='{rho_units}', theta_penalty="
-                 "'{theta_penalty}')".format(**defaults))
+    from stc import STC
+
+    batch_size = params.get("batch_size", f"default ({STC().batch_size})")
     text = "\n".join([
         "# Online STC on a Dask LocalCluster: per-worker throughput", "",
         f"One online pass over the 20 Newsgroups training split ({n_docs} documents), "

@@ -44,7 +44,8 @@ import warnings
 
 import numpy as np
 
-from _common import PAPER_STC, REPO_ROOT, add_data_option, load_corpus, log
+from _common import (REPO_ROOT, add_data_option, add_setting_option, load_corpus, log,
+                     resolve_setting)
 from _machine import load_average, machine_section, publish, uptime_line
 
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_online.md")
@@ -115,19 +116,12 @@ def main(argv=None):
                         help="dictionary_max_iter (default: STC's default)")
     parser.add_argument("--rounds", type=int, default=2,
                         help="timed fits of each model, interleaved (batch, online, batch, ...)")
-    parser.add_argument("--setting", choices=("paper", "defaults"), default="paper",
-                        help="STC's sparsity parameters: the paper's (rho=0.01 absolute, "
-                        "theta l2; default) or the package's defaults")
-    parser.add_argument("--output", default=None,
-                        help="default: benchmarks/results_online.md (paper setting), "
-                        "benchmarks/results_online_defaults.md (defaults)")
+    add_setting_option(parser, "paper", {"paper": DEFAULT_OUTPUT, "defaults": DEFAULTS_OUTPUT})
     parser.add_argument("--verbose", type=int, default=0)
     args = parser.parse_args(argv)
-    if args.output is None:
-        args.output = DEFAULT_OUTPUT if args.setting == "paper" else DEFAULTS_OUTPUT
+    setting, described = resolve_setting(args)
     start_uptime = uptime_line()
     train, test, summary = load_corpus(args.data)
-    setting = PAPER_STC if args.setting == "paper" else {}
     common = dict(n_topics=args.topics, random_state=0, n_jobs=args.threads, **setting)
     online_params = dict(common, learning_method="online")
     if args.batch_size is not None:
@@ -182,10 +176,7 @@ def main(argv=None):
     text = "\n".join([
         "# Online vs. batch STC on 20 Newsgroups", "",
         f"K = {args.topics}, random_state=0, "
-        + ("rho=0.01, rho_units='absolute', theta_penalty='l2' (the paper's setting), other "
-           "parameters at their defaults" if args.setting == "paper" else
-           "STC's defaults (rho={rho}, rho_units='{rho_units}', theta_penalty="
-           "'{theta_penalty}')".format(**defaults)) + "; online: "
+        + described + ", other parameters at their defaults"+ "; online: "
         + ", ".join(f"{k} = {v}" for k, v in online_setting.items())
         + f". Each model was fitted {args.rounds} times, interleaved (batch, online, batch, "
         "...); the fit time is the median and the ratio compares medians. The machine is a "

@@ -38,7 +38,8 @@ import warnings
 
 import numpy as np
 
-from _common import PAPER_STC, REPO_ROOT, add_data_option, load_corpus, log
+from _common import (REPO_ROOT, add_data_option, add_setting_option, load_corpus, log,
+                     resolve_setting)
 from _machine import load_average, machine_section, publish, source_fingerprint, uptime_line
 from bench_online import svm_accuracy
 
@@ -112,17 +113,11 @@ def main(argv=None):
     parser.add_argument("--averaging", default="0,0.5")
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--accuracy-top", type=int, default=4)
-    parser.add_argument("--setting", choices=("paper", "defaults"), default="paper",
-                        help="STC's sparsity parameters: the paper's (rho=0.01 absolute, "
-                        "theta l2; default) or the package's defaults")
-    parser.add_argument("--output", default=None,
-                        help="default: benchmarks/results_online_tuning.md (paper setting), "
-                        "benchmarks/results_online_tuning_defaults.md (defaults)")
+    add_setting_option(parser, "paper", {"paper": DEFAULT_OUTPUT, "defaults": DEFAULTS_OUTPUT})
     parser.add_argument("--cached-only", action="store_true",
                         help="fit nothing: report every setting measured so far (all grids run)")
     args = parser.parse_args(argv)
-    if args.output is None:
-        args.output = DEFAULT_OUTPUT if args.setting == "paper" else DEFAULTS_OUTPUT
+    setting, described = resolve_setting(args)
     # cache keys: the paper setting's have no prefix (they were fitted first)
     prefix = "" if args.setting == "paper" else "defaults_"
     start_uptime = uptime_line()
@@ -132,7 +127,6 @@ def main(argv=None):
     fit_part, validation = subset(train, fit_rows), subset(train, validation_rows)
     fingerprint = source_fingerprint(os.path.join(REPO_ROOT, "stc"))[0]
     # the cache keys leave these out: every cached setting was fitted with them
-    setting = PAPER_STC if args.setting == "paper" else {}
     common = dict(n_topics=args.topics, random_state=0, n_jobs=args.threads, **setting)
     batch = measure(f"{prefix}batch_K{args.topics}", common, fit_part, validation, fingerprint, True)
     settings = list(itertools.product(numbers(args.batch_sizes, int), numbers(args.decays),
@@ -175,13 +169,6 @@ def main(argv=None):
 
     rows.append(row("batch", batch))
     rows += [row("online", r) for r in records]
-    from stc import STC
-
-    defaults = STC().get_params()
-    described = ("rho=0.01, rho_units='absolute', theta_penalty='l2' (the paper's setting)"
-                 if args.setting == "paper" else
-                 "STC's defaults (rho={rho}, rho_units='{rho_units}', theta_penalty="
-                 "'{theta_penalty}')".format(**defaults))
     command = "python benchmarks/tune_online.py " + " ".join(argv or sys.argv[1:])
     text = "\n".join([
         "# Tuning online STC on the training split of 20 Newsgroups", "",

@@ -126,6 +126,7 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=None,
                         help="online batch_size (default: STC's default)")
     parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--processes", action="store_true",
                         help="workers in separate processes (LocalCluster(processes=True))")
     add_setting_option(parser, "defaults", {"paper": DEFAULT_OUTPUT, "defaults": DEFAULT_OUTPUT})

@@ -176,7 +176,7 @@ def main(argv=None):
     text = "\n".join([
         "# Online vs. batch STC on 20 Newsgroups", "",
         f"K = {args.topics}, random_state=0, "
-        + described + ", other parameters at their defaults"+ "; online: "
+        + described + ", other parameters at their defaults; online: "
         + ", ".join(f"{k} = {v}" for k, v in online_setting.items())
         + f". Each model was fitted {args.rounds} times, interleaved (batch, online, batch, "
         "...); the fit time is the median and the ratio compares medians. The machine is a "

@@ -19,7 +19,8 @@ rho_units="absolute", theta_penalty="l1", learning_offset=1.0)``: the weights ar
 the sampling model's own (so the fit is the MAP estimate of the model the corpus
 came from; with the estimator's defaults of the time, the paper's 20 Newsgroups
 setting, the topics were not recovered: cosine 0.16 at D = 1e5, K = 50), tau0 is
-the online default of the time, and batches of 2048 documents keep the per-batch K x N work small beside the coding:
+the online default of the time, and batches of 2048 documents keep the per-batch
+K x N work small beside the coding:
 
 * in process with ``n_jobs`` threads: wall time per pass and the peak of
   ``tracemalloc`` during the same fit (numpy reports its buffers to

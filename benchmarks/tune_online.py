@@ -128,7 +128,8 @@ def main(argv=None):
     fingerprint = source_fingerprint(os.path.join(REPO_ROOT, "stc"))[0]
     # the cache keys leave these out: every cached setting was fitted with them
     common = dict(n_topics=args.topics, random_state=0, n_jobs=args.threads, **setting)
-    batch = measure(f"{prefix}batch_K{args.topics}", common, fit_part, validation, fingerprint, True)
+    batch = measure(f"{prefix}batch_K{args.topics}", common, fit_part, validation, fingerprint,
+                    True)
     settings = list(itertools.product(numbers(args.batch_sizes, int), numbers(args.decays),
                                       numbers(args.offsets), numbers(args.steps, int),
                                       numbers(args.averaging)))
@@ -172,8 +173,8 @@ def main(argv=None):
     command = "python benchmarks/tune_online.py " + " ".join(argv or sys.argv[1:])
     text = "\n".join([
         "# Tuning online STC on the training split of 20 Newsgroups", "",
-        f"K = {args.topics}, {described}; tuning-fit part {fit_rows.size} documents, validation part "
-        f"{validation_rows.size} documents, both from the training split (seed 0); the test "
+        f"K = {args.topics}, {described}; tuning-fit part {fit_rows.size} documents, "
+        f"validation part {validation_rows.size} documents, both from the training split (seed 0); the test "
         "split is not read. Online settings are sorted by validation objective.", "",
         f"Command: `{command.strip()}`", "",
         *machine_section(f"threads used (n_jobs): {args.threads}", start_uptime),

@@ -375,7 +375,7 @@ def _online_sums_at(partition, loss, beta_columns, n_jobs):
 
 
 def _add_rows(total, where, rows):
-    """total[where] += rows, ``where`` distinct row positions of ``total``.
+    """total[where] += rows, ``where`` a slice's positions among the round's terms.
 
     A slice holding every term of the round (always so with one partition)
     has ``where`` = 0, 1, ...: it is added without fancy indexing, which
@@ -385,6 +385,11 @@ def _add_rows(total, where, rows):
         total += rows
     else:
         total[where] += rows
+
+
+def _slice_columns(columns, where):
+    """The (K, terms of the round) ``columns`` at a slice's positions ``where`` (as `_add_rows`)."""
+    return columns if where.size == columns.shape[1] else np.take(columns, where, axis=1)
 
 
 class DaskOnlineTraining:
@@ -499,8 +504,7 @@ class DaskOnlineTraining:
         def sums_at(columns):
             answers = client.gather([
                 client.submit(_online_sums_at, part, self.problem.loss,
-                              columns if where.size == union.size
-                              else np.take(columns, where, axis=1), self.n_jobs, pure=False)
+                              _slice_columns(columns, where), self.n_jobs, pure=False)
                 for part, where in zip(self.parts, positions)])
             total = np.zeros((union.size, self.n_topics))
             for i, ((sums, busy), where) in enumerate(zip(answers, positions)):

@@ -73,6 +73,8 @@ EXTENSIONS = [
     "stc._core._simplex",
     "stc._core._sparse_ops",
     "stc._core._openmp",
+    "stc._core._dense",
+    "stc.supervised._qp",
 ]
 
 setup(

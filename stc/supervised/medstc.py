@@ -32,6 +32,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from stc._core._coding import move_along_segments
+from stc._core._dense import row_products
 from stc._stc import ONLINE_PARAMETERS, STC
 from stc.distributed import is_dask_array
 from stc._validation import Interval, NoneValue, Options, check_training_corpus
@@ -56,7 +57,7 @@ def auto_refit_C(theta):
     All-zero codes give any classifier the same (zero) scores; C is then
     REFIT_C_SCALE itself.
     """
-    mean_square_norm = float(np.mean(np.einsum("ij,ij->i", theta, theta))) if theta.size else 0.0
+    mean_square_norm = float(np.mean(np.sum(theta * theta, axis=1))) if theta.size else 0.0
     return REFIT_C_SCALE / mean_square_norm if mean_square_norm > 0.0 else REFIT_C_SCALE
 
 
@@ -111,7 +112,7 @@ class SVMStep:
                 <= primal_objective(self.coef, theta, self.y_index, self.C, self.cost):
             self.coef = candidate.copy()
         self.hinge.append(multiclass_hinge(self.coef, theta, self.y_index, self.cost))
-        self.accuracy.append(float(np.mean(np.argmax(theta @ self.coef.T, axis=1)
+        self.accuracy.append(float(np.mean(np.argmax(row_products(theta, self.coef), axis=1)
                                            == self.y_index)))
         return self.C * self.hinge[-1] + 0.5 * float(np.sum(self.coef * self.coef))
 
@@ -420,13 +421,13 @@ class MedSTC(ClassifierMixin, STC):
         theta = self.transform(X)
         C = auto_refit_C(theta) if self.refit_C == "auto" else float(self.refit_C)
         svm = self._refit_svm(C).fit(theta, y_index)
-        accuracy = float(np.mean(np.argmax(theta @ svm.coef_.T, axis=1) == y_index))
+        accuracy = float(np.mean(np.argmax(row_products(theta, svm.coef_), axis=1) == y_index))
         return svm.coef_, accuracy, C
 
     def decision_function(self, X):
         """Scores eta_y . theta for every class, shape (n_docs, n_classes)."""
         check_is_fitted(self, "coef_")
-        return self.transform(X) @ self.coef_.T
+        return row_products(self.transform(X), self.coef_)
 
     def predict(self, X):
         """Predicted labels: argmax_y eta_y . theta_d, with theta coded without labels."""

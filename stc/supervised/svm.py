@@ -33,8 +33,8 @@ dual over ``{alpha >= 0, sum alpha <= C}`` of the restricted 1-slack problem;
 ``W = sum_j alpha_j G_j``.  The QP lives on the (small) Gram matrix of the
 cuts and is solved by pairwise (SMO-type) ascent steps with second-order
 pair selection, each followed by a safeguarded Newton step on the face of
-the current support, until its duality gap is tiny compared with ``C *
-eps``.  Then the most violated labelling at ``W`` is found in one vectorised
+the current support, until its duality gap is tiny
+compared with ``C * eps``.  Then the most violated labelling at ``W`` is found in one vectorised
 loss-augmented argmax pass and added as a cut; cuts that stayed inactive
 for 50 iterations are dropped.
 
@@ -64,7 +64,11 @@ termination::
 The restricted QP is re-solved from the previous ``alpha`` after each new
 cut (`_solve_qp`: pairwise steps, and exact steps to the optimum of the
 current face computed from the eigenvalues of the face's Gram matrix, which
-is singular as soon as there are more cuts than ``n_classes * n_features``).
+is singular as soon as there are more cuts than ``n_classes * n_features``;
+compiled, in ``_qp.pyx``, with Jacobi's eigenvalue method).
+Every product of the SVM is summed in a fixed order (``stc._core._dense``),
+not by BLAS, whose kernels differ between CPUs: a fit gives the same bits on
+every machine.
 Its numbers grow like ``C^2 ||x||^2`` while the gap asked for grows like
 ``C``: for a huge ``C`` or huge features the gap cannot be resolved in
 double precision. The QP then stops when its steps no longer raise the dual,
@@ -102,7 +106,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from stc._core._dense import dot, matvec, row_products, vecmat
 from stc._core._simplex import project_onto_simplex
+from stc.supervised._qp import solve_simplex_qp
 from stc._validation import InstanceOf, Interval, validate_params
 
 __all__ = [
@@ -184,7 +190,7 @@ def _oracle(W, X, y_index, cost, delta=None):
     if delta is None:
         delta = _loss_matrix(y_index, W.shape[0], cost)
     rows = np.arange(X.shape[0])
-    scores = X @ W.T
+    scores = row_products(X, W)
     scores += delta
     true_score = scores[rows, y_index]
     ybar = np.argmax(scores, axis=1)
@@ -232,13 +238,13 @@ def multiclass_hinge(W, X, y_index, cost, sample_weight=None):
     hinge = _oracle(W, X, y_index, float(cost))[1]
     if s is None:
         return float(hinge.mean()) if hinge.size else 0.0
-    return float(s @ hinge)
+    return dot(s, hinge)
 
 
 def primal_objective(W, X, y_index, C, cost, sample_weight=None):
     """``1/2 ||W||_F^2 + C * multiclass_hinge(W, X, y_index, cost)``."""
     W = np.asarray(W, dtype=np.float64)
-    return 0.5 * float(np.vdot(W, W)) + C * multiclass_hinge(
+    return 0.5 * dot(W, W) + C * multiclass_hinge(
         W, X, y_index, cost, sample_weight
     )
 
@@ -330,7 +336,7 @@ class _WorkingSet:
         self.labels[m : m + k] = labels
         self.alpha[m : m + k] = 0.0 if alpha is None else alpha
         self.idle[m : m + k] = 0
-        cross = self.G[: m + k] @ G.T  # (m + k, k)
+        cross = row_products(self.G[: m + k], G)  # (m + k, k)
         self.H[: m + k, m : m + k] = cross
         self.H[m : m + k, : m + k] = cross.T
         self.m = m + k
@@ -358,134 +364,15 @@ class _WorkingSet:
         self.m = k
 
 
-def _face_direction(H_SS, g_S):
-    """Ascent direction on the face {sum(d) = 0} of the current support, scaled to max |d| = 1.
-
-    On the face the QP is the quadratic g.d - 1/2 d'H d in d with sum(d) = 0.
-    With P the projection onto sum(d) = 0, the reduced Hessian P H P is
-    split by its eigenvalues. Where it is flat (the cut gradients G_j are
-    linearly dependent, as soon as there are more cuts than n_classes *
-    n_features), a gradient component there makes the face unbounded: move
-    along it, to the boundary. Otherwise the Newton step (pseudo-inverse):
-    the face's maximiser. Returns None when there is no ascent direction.
-    """
-    k = g_S.size
-    P = np.eye(k) - 1.0 / k
-    reduced = P @ g_S
-    lam, V = np.linalg.eigh(P @ H_SS @ P)
-    coef = V.T @ reduced
-    # flat: within the rounding of the eigenvalues (about k * 1e-16 * the largest)
-    flat = lam <= 100.0 * k * np.finfo(np.float64).eps * max(lam[-1], 0.0)
-    d = V @ np.where(flat, coef, 0.0)
-    d -= d.mean()  # (the constant vector is flat too, and no direction on the face)
-    if not np.linalg.norm(d) > 1e-8 * np.linalg.norm(reduced):  # rounding, not a direction
-        d = V @ np.where(flat, 0.0, coef / np.where(flat, 1.0, lam))
-        d -= d.mean()
-    size = np.abs(d).max()
-    if not (np.isfinite(size) and size > 0.0):
-        return None
-    d = d / size  # a rounding-level d with a huge step would move sum(alpha)
-    d -= d.mean()
-    return d if g_S @ d > 0.0 else None
-
-
-def _newton_face_step(H, c, alpha, g, C):
-    """Exact-line-search step towards the optimum of the current face.
-
-    On the face ``{a_j = 0 for j not in S, sum(a) = C}`` (``S`` the support
-    of ``alpha``) the QP is an equality-constrained quadratic; we move from
-    ``alpha`` along `_face_direction` as far as the quadratic line search
-    and ``alpha >= 0`` allow (a variable hitting zero leaves the support).
-    The step is taken only along an ascent direction, so the dual objective
-    never decreases, however ill-conditioned or singular ``H_SS`` is.
-    Updates ``alpha`` in place; returns False when no step was taken.
-    """
-    S = np.flatnonzero(alpha > 0.0)
-    if S.size < 2:
-        return False
-    H_SS = H[np.ix_(S, S)]
-    d = _face_direction(H_SS, g[S])
-    if d is None:
-        return False
-    slope = float(g[S] @ d)
-    curv = float(d @ (H_SS @ d))
-    t = slope / curv if curv > 0.0 else np.inf
-    a_S = alpha[S]
-    hit = -1
-    neg = np.flatnonzero(d < 0.0)
-    if neg.size:
-        ratios = a_S[neg] / -d[neg]
-        r = int(np.argmin(ratios))
-        if ratios[r] <= t:
-            t = float(ratios[r])
-            hit = S[neg[r]]
-    if not np.isfinite(t) or t <= 0.0:
-        return False
-    alpha[S] = np.maximum(a_S + t * d, 0.0)
-    if hit >= 0:
-        alpha[hit] = 0.0
-    return True
-
-
 def _solve_qp(H, c, alpha, C, tol, max_iter):
-    """Maximise ``c.a - 1/2 a'Ha`` over ``{a >= 0, sum(a) = C}`` in place.
+    """Maximise ``c.a - 1/2 a'Ha`` over ``{a >= 0, sum(a) = C}``, ``alpha`` in place.
 
-    Each iteration makes one pairwise (SMO-type) step -- mass moves from cut
-    ``j`` to cut ``i`` along ``e_i - e_j`` with an exact line search, ``i``
-    maximising the gradient and ``j`` the second-order gain among the cuts
-    with positive weight; this changes the support -- followed by one
-    step towards the optimum of the face of the current support
-    (`_newton_face_step`), which removes the slow zig-zag of pure
-    coordinate methods on the ill-conditioned or singular Gram matrices of
-    nearly parallel cuts.  Both steps are ascent steps.  Stops when the
-    Frank-Wolfe gap ``C * max(g) - a.g`` (``g = c - H a``) is at most
-    ``tol``; that gap is exactly the duality gap of the restricted problem,
-    hence bounds the suboptimality of ``a``.  Also stops when two iterations
-    in a row leave the dual objective where it was: the gap asked for is
-    then below what double precision resolves (huge ``C`` or features: the
-    QP's numbers grow like ``C^2 ||x||^2``, the gap asked for like ``C``).
-
+    Pairwise steps and Newton steps on the face of the support,
+    compiled (`stc.supervised._qp.solve_simplex_qp`, which says when it stops).
     Returns (iterations, whether it stopped for lack of progress).
     """
-    diag = np.diag(H).copy()
-    tau = 1e-12 * max(float(diag.max()), 1e-300)
-    g = c - H @ alpha
-    with np.errstate(over="ignore", divide="ignore"):
-        # (zero-curvature pairs, e.g. all-zero features, give infinite
-        # unconstrained steps; they are clipped at alpha_j below)
-        return _qp_loop(H, c, alpha, C, tol, max_iter, diag, tau, g)
-
-
-def _qp_loop(H, c, alpha, C, tol, max_iter, diag, tau, g):
-    steps = idle = 0
-    dual = 0.5 * float(alpha @ (c + g))  # c.a - 1/2 a'Ha, as g = c - H a
-    while steps < max_iter:
-        i = int(np.argmax(g))
-        gi = g[i]
-        gap = C * gi - alpha @ g
-        if gap <= tol:
-            return steps, False
-        b = gi - g
-        curv = np.maximum(diag[i] + diag - 2.0 * H[i], tau)
-        gain = np.where((alpha > 0.0) & (b > 0.0), b * b / curv, -1.0)
-        j = int(np.argmax(gain))
-        if gain[j] <= 0.0:  # optimal up to round-off
-            return steps, True
-        t = b[j] / curv[j]
-        if t >= alpha[j]:
-            t = alpha[j]
-            alpha[j] = 0.0
-        else:
-            alpha[j] -= t
-        alpha[i] += t
-        _newton_face_step(H, c, alpha, c - H @ alpha, C)
-        g = c - H @ alpha
-        steps += 1
-        previous, dual = dual, 0.5 * float(alpha @ (c + g))
-        idle = idle + 1 if not dual > previous else 0
-        if idle == 2:
-            return steps, True
-    return steps, False
+    return solve_simplex_qp(np.ascontiguousarray(H), np.ascontiguousarray(c), alpha, float(C),
+                            float(tol), int(max_iter))
 
 
 # ---------------------------------------------------------------------------
@@ -516,7 +403,7 @@ class _Problem:
         """The loss-augmented labelling at ``W``, and the averaged hinge R_h(W)."""
         ybar, hinge_d = _oracle(W.reshape(self.n_classes, -1), self.X, self.y_index,
                                 self.cost, self.delta)
-        return ybar, float(self.s @ hinge_d)
+        return ybar, dot(self.s, hinge_d)
 
 
 @dataclass
@@ -535,12 +422,12 @@ def _solve_restricted(ws, C, qp_tol, qp_max_iter):
     m = ws.m
     H, c, G, alpha = ws.H[:m, :m], ws.c[:m], ws.G[:m], ws.alpha[:m]
     _, stuck = _solve_qp(H, c, alpha, C, qp_tol, qp_max_iter)
-    W = alpha @ G
-    slack = c - G @ W
+    W = vecmat(alpha, G)
+    slack = c - matvec(G, W)
     slack[0] = 0.0
     xi = float(slack.max())
-    dual = float(alpha @ c) - 0.5 * float(W @ W)
-    gap = C * xi - float(alpha @ slack)
+    dual = dot(alpha, c) - 0.5 * dot(W, W)
+    gap = C * xi - dot(alpha, slack)
     return _Restricted(W, xi, dual, gap, stuck and gap > qp_tol)
 
 
@@ -559,7 +446,7 @@ def _cutting_plane(problem, ws, eps, qp_tol, max_iter, qp_max_iter, verbose):
     while True:
         n_iter += 1
         ybar, hinge = problem.most_violated(sol.W)
-        primal = 0.5 * float(sol.W @ sol.W) + C * hinge
+        primal = 0.5 * dot(sol.W, sol.W) + C * hinge
         if verbose:
             print(f"[CuttingPlaneSVM] iter {n_iter:4d} cuts {ws.m - 1:4d} "
                   f"primal {primal:.8g} dual {sol.dual:.8g} "
@@ -636,7 +523,7 @@ class CuttingPlaneSVM(ClassifierMixin, BaseEstimator):
         Maximum number of cutting-plane iterations (loss-augmented passes
         over the data).
     qp_max_iter : int, default=1000
-        Maximum number of iterations (one pairwise plus one face-Newton
+        Maximum number of iterations (one pairwise plus one face
         step each) per solve of the restricted QP.
     warm_start : bool, default=False
         Reuse the previous working set (as labellings, re-evaluated on the
@@ -784,7 +671,7 @@ class CuttingPlaneSVM(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        scores = X @ self.coef_.T
+        scores = row_products(X, self.coef_)
         if scores.shape[1] == 2:
             return scores[:, 1] - scores[:, 0]
         return scores

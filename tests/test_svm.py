@@ -506,6 +506,12 @@ def large_codes():
                 max_iter=1, random_state=0).fit_transform(X)
     return theta, y
 
+def tiny_counts():
+    rng = np.random.default_rng(2)
+    X = rng.poisson(1.5, (35, 42)).astype(float)
+    X[:, 0] += X.sum(axis=1) == 0
+    return sp.csr_matrix(X), rng.integers(0, 4, 35)
+
 X, y = counts(30)
 runs = {
     "MedSTC C=1e12": lambda: MedSTC(C=1e12, n_topics=3, max_iter=3, random_state=0).fit(X, y),
@@ -516,6 +522,9 @@ runs = {
         *large_codes()),
     "SVM on large codes, C=1e5": lambda: svm.CuttingPlaneSVM(C=1e5, cost=476.7).fit(
         *large_codes()),
+    # issue 20's fuzz: 35 x 42 counts, K = 11, rho = 0 spent 13 s in 11,622 eigh calls
+    "MedSTC tiny, K=11, rho=0": lambda: MedSTC(n_topics=11, rho=0.0, lambda_=7e-4,
+                                               random_state=2).fit(*tiny_counts()),
 }
 warnings.simplefilter("ignore")
 for name, run in runs.items():
@@ -530,13 +539,16 @@ def test_the_issues_slow_svm_reproducers_finish_certified_or_warned():
                           timeout=300)  # a limit for a crawl only: they take seconds
     assert done.returncode == 0, done.stderr[-3000:]
     runs = [json.loads(line) for line in done.stdout.splitlines()]
-    assert len(runs) == 5
+    assert len(runs) == 6
     largest_codes_seen = False
     for run in runs:
         assert run["fits"], run["name"]
         for fit in run["fits"]:
-            # bounded work, far below the 522+ iterations of the crawl
-            assert fit["n_iter"] <= min(fit["max_iter"], 100), (run["name"], fit)
+            # bounded work, far below the 522+ iterations of the crawl (the tiny fit's
+            # steps take 110 iterations, before and after its QP was compiled: what it
+            # lost was the time per iteration, 13 s in all with numpy's eigh)
+            bound = 150 if run["name"].startswith("MedSTC tiny") else 100
+            assert fit["n_iter"] <= min(fit["max_iter"], bound), (run["name"], fit)
             # the stored objective is the primal objective at coef_
             assert fit["objective"] == pytest.approx(fit["recomputed"], rel=1e-9)
             # either the duality gap is certified, or a ConvergenceWarning says what it reached

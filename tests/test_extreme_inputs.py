@@ -6,10 +6,14 @@ loss's domain", which names a symptom. Now the data's scale or the parameter
 is named (and tests/test_fuzz_fits.py runs the same cases, and random ones, in
 subprocesses).
 """
+import importlib.util
+import os
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import stc.losses
 from stc import STC, MedSTC
 
 # The paper's parameterisation: rho is the weight of objective (2) as given, and theta
@@ -59,3 +63,71 @@ def test_data_too_large_for_the_loss_is_refused_up_front():
     with pytest.raises(ValueError, match="rescale X"):
         MedSTC(n_topics=2, max_iter=3, random_state=0, loss="gaussian").fit(
             counts() * 1e200, np.arange(30) % 2)
+
+
+# ---------------------------------------------------------------------------
+# Codes that run off to infinity (MedSTC's shifted mean with the l1 penalty on
+# theta, an unbounded coding problem): the numpy sweep does what the kernel does
+# ---------------------------------------------------------------------------
+def runoff_problem():
+    """Coding problem (2) minus linear . theta with linear > lambda_: theta_k is unbounded."""
+    from test_coding import random_corpus, random_dictionary
+    X = random_corpus(21, n_docs=40, n_features=50, density=0.25)
+    beta = random_dictionary(21, 5, X.shape[1])
+    linear = np.abs(np.random.default_rng(1).normal(scale=2.0, size=(X.shape[0], 5)))
+    params = dict(lam=0.3, gamma=0.4, rho=0.08, theta_penalty="l1", code_penalty="l1", tol=-1.0,
+                  theta_linear=linear)
+    return X, beta, params
+
+
+def test_runaway_codes_numpy_sweep_matches_the_kernel():
+    """Same coordinate solver on both paths: the same codes, even where they ran off."""
+    from test_coding import Delegate, code_result, initial_codes
+    from stc.losses import PoissonLoss
+    X, beta, params = runoff_problem()
+    results = []
+    for loss in (PoissonLoss(), Delegate(PoissonLoss())):
+        codes, theta = initial_codes(X, beta.shape[0])
+        result = code_result(loss, X, beta, codes, theta, max_iter=10, **params)
+        results.append((codes, theta, result.objective, result.means, result.n_iter))
+    assert results[0][1].max() > 1e12  # theta ran off
+    for compiled, numpy in zip(*results):
+        np.testing.assert_allclose(numpy, compiled, rtol=1e-9, atol=1e-12)
+
+
+def test_runaway_codes_numpy_poisson_codes_like_the_kernel(numpy_poisson):
+    """The numpy Poisson twin used to fail there blaming the loss (lin=nan)."""
+    from test_coding import code_result, initial_codes
+    from stc.losses import PoissonLoss
+    X, beta, params = runoff_problem()
+    for loss in (PoissonLoss(), numpy_poisson):
+        codes, theta = initial_codes(X, beta.shape[0])
+        result = code_result(loss, X, beta, codes, theta, max_iter=1, **params)
+        assert theta.max() > 1e12  # theta ran off (rounding decides how far)
+        assert np.all(np.isfinite(codes)) and np.all(np.isfinite(theta))
+        assert np.all(result.objective <= result.start_objective)
+
+
+def pseudo_huber_example():
+    """docs/examples/python_loss.py's loss, without the example's global registration."""
+    path = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "examples", "python_loss.py")
+    spec = importlib.util.spec_from_file_location("python_loss_example", path)
+    module = importlib.util.module_from_spec(spec)
+    saved = dict(stc.losses._REGISTRY)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        stc.losses._REGISTRY.clear()
+        stc.losses._REGISTRY.update(saved)
+    return module.PseudoHuberLoss()
+
+
+def test_medstc_python_loss_l1_theta_fits():
+    """Fuzz finding: a pure-Python loss, theta_penalty="l1" (compiled losses fitted)."""
+    X = np.random.default_rng(0).poisson(2.0, (8, 20)).astype(float)
+    model = MedSTC(n_topics=3, loss=pseudo_huber_example(), lambda_=0.01, theta_penalty="l1", C=3.0,
+                   max_iter=4, random_state=0).fit(X, np.arange(8) % 4)
+    assert np.all(np.isfinite(model.objective_))
+    assert np.all(np.diff(model.objective_) <= 1e-9 * np.abs(model.objective_[:-1]))
+    theta = model.transform(X)
+    assert np.all(np.isfinite(theta)) and np.all(theta >= 0)

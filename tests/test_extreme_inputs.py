@@ -8,13 +8,14 @@ subprocesses).
 """
 import importlib.util
 import os
+import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 import stc.losses
-from stc import STC, MedSTC
+from stc import STC, DataWarning, MedSTC
 
 # The paper's parameterisation: rho is the weight of objective (2) as given, and theta
 # has the l2 penalty (these cases were written for it).
@@ -41,8 +42,10 @@ def test_a_huge_penalty_is_named(parameter):
 
 
 def test_a_huge_rho_in_relative_units_is_named():
-    # the default units: the message gives the weight objective (2) got, rho sqrt(2 gamma w_bar)
-    with pytest.raises(ValueError, match=r"rho=\S+ is \S+ times the median value of X.*Lower rho"):
+    # the default units: the user's rho, and the weight objective (2) got, rho sqrt(2 gamma w_bar)
+    with pytest.raises(ValueError, match=r"rho=1e\+300 \(relative units\) gave objective \(2\) "
+                                         r"the weight rho sqrt\(2 gamma w_bar\) = \S+, w_bar = "
+                                         r"\S+ .*times the median value of X.*Lower rho"):
         STC(n_topics=2, max_iter=5, random_state=0, rho=1e300).fit(counts())
 
 
@@ -131,3 +134,75 @@ def test_medstc_python_loss_l1_theta_fits():
     assert np.all(np.diff(model.objective_) <= 1e-9 * np.abs(model.objective_[:-1]))
     theta = model.transform(X)
     assert np.all(np.isfinite(theta)) and np.all(theta >= 0)
+
+
+
+# ---------------------------------------------------------------------------
+# Errors name the user's argument (issue 20, finding 4)
+# ---------------------------------------------------------------------------
+def test_a_huge_C_is_refused_naming_C():
+    X, y = counts(), np.arange(30) % 2
+    with pytest.raises(ValueError, match=r"MedSTC: C must be a real number in \(0, 1e\+300\), "
+                                         r"got 1e\+300"):
+        MedSTC(n_topics=2, C=1e300, max_iter=2, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match=r"MedSTC: refit_C must be .*\(0, 1e\+300\)"):
+        MedSTC(n_topics=2, refit_C=1e300, max_iter=2, random_state=0).fit(X, y)
+
+
+def test_one_huge_count_names_the_users_rho():
+    """The default relative rho: the message says rho=0.02 and the weight it became."""
+    X = counts().toarray()
+    X[0, 0] = 1e300
+    with pytest.warns(DataWarning), pytest.raises(
+            ValueError, match=r"rho=0\.02 \(relative units\) gave objective \(2\) the weight "
+                              r"rho sqrt\(2 gamma w_bar\) = 2\.87\d*e\+146.*rho_units='absolute'"):
+        STC(n_topics=2, max_iter=5, random_state=0).fit(X)
+
+
+def test_one_dominant_count_warns():
+    X = counts().toarray()
+    X[0, 0] = 1e15
+    with pytest.warns(DataWarning, match=r"one entry of X \(1e\+15\) holds 100% of its total "
+                                         r"count.*rho_units='absolute'"):
+        STC(n_topics=2, max_iter=2, random_state=0).fit(X)
+    # absolute units do not depend on w_bar: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        STC(n_topics=2, max_iter=2, random_state=0, **PAPER).fit(X)
+        STC(n_topics=2, max_iter=2, random_state=0).fit(counts())
+
+
+def test_changed_fitted_arrays_are_refused():
+    X, y = counts(), np.arange(30) % 2
+    model = STC(n_topics=2, max_iter=2, random_state=0).fit(X)
+    model.components_[0, 0] = np.nan
+    for method in (model.transform, model.score):
+        with pytest.raises(ValueError, match=r"STC\.components_ contains NaN or infinite values "
+                                             r"\(1 entries\).*refit"):
+            method(X)
+    model = MedSTC(n_topics=2, max_iter=2, random_state=0).fit(X, y)
+    model.coef_[1, 0] = np.inf
+    with pytest.raises(ValueError, match=r"MedSTC\.coef_ contains NaN or infinite values"):
+        model.predict(X)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_bad_values_of_X_are_named(sparse):
+    X = counts().toarray()
+    X[0, :3] = np.nan
+    with pytest.raises(ValueError, match=r"^X contains NaN \(3 entries\); counts must be finite "
+                                         r"and non-negative$"):
+        STC(n_topics=2, max_iter=2).fit(sp.csr_matrix(X) if sparse else X)
+    X[0, :3] = np.inf
+    with pytest.raises(ValueError, match=r"^X contains infinite values \(3 entries\)"):
+        STC(n_topics=2, max_iter=2).fit(sp.csr_matrix(X) if sparse else X)
+    X = counts().toarray().astype(np.complex128)
+    with pytest.raises(ValueError, match=r"^Complex data not supported: X has complex dtype "
+                                         r"complex128; counts must be real$"):
+        STC(n_topics=2, max_iter=2).fit(sp.csr_matrix(X) if sparse else X)
+
+
+def test_labels_that_are_none_are_named():
+    y = np.array([None, "a", "b"] * 10, dtype=object)
+    with pytest.raises(ValueError, match=r"^y contains None \(10 of 30 labels\)"):
+        MedSTC(n_topics=2, max_iter=2).fit(counts(), y)

@@ -5,11 +5,12 @@ from stc._core._openmp import openmp_enabled
 from stc._persistence import load
 from stc._report import report
 from stc._stc import STC
+from stc._validation import DataWarning
 from stc.supervised import MedSTC
 from stc.training import FitInterruptedWarning
 
-__all__ = ["FitInterruptedWarning", "MedSTC", "STC", "openmp_enabled", "get_include", "load",
-           "report"]
+__all__ = ["DataWarning", "FitInterruptedWarning", "MedSTC", "STC", "openmp_enabled",
+           "get_include", "load", "report"]
 __version__ = "0.1.0"
 
 

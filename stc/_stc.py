@@ -9,7 +9,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from stc._validation import (N_JOBS, RANDOM_STATE, InstanceOf, Interval, NoneValue, Options,
-                             as_count_matrix, check_training_corpus, validate_params)
+                             as_count_matrix, check_fitted_finite, check_input_values,
+                             check_training_corpus, validate_params, warn_dominant_count)
 from stc.coding import (CodingProblem, code_new_documents, initial_codes,
                         start_value_in_domain)
 from stc.completion import held_out_score, split_entries
@@ -83,11 +84,12 @@ def dictionary_from_draws(corpus, draws, sample_sums, n_topics, corpus_share=0.2
     return beta
 
 
-def explain_non_finite_loss(exc, state, problem):
+def explain_non_finite_loss(exc, state, problem, rho_units="absolute", rho=None):
     """Why the loss became infinite or NaN during a fit: the loss, the data's scale or a parameter.
 
     ``exc`` is the dictionary step's `NonFiniteLossError` (its first bad
-    entry); ``state`` holds the codes the coding step returned.
+    entry); ``state`` holds the codes the coding step returned. In relative
+    units ``rho`` is the user's rho (``problem.rho`` the weight it gave).
     """
     X = state.X
     document = int(np.searchsorted(X.indptr, exc.entry, side="right") - 1)
@@ -108,6 +110,14 @@ def explain_non_finite_loss(exc, state, problem):
                 "near 1 and are resolved to about 1e-16 of that), so a positive value was left "
                 "with a mean at the end of the loss's domain. Rescale X so that its values are "
                 "near 1, e.g. X / X.data.mean()")
+    if largest >= 1e10 * max(typical, 1.0) and parameter == "rho" and rho_units == "relative":
+        return (f"the {name} loss is infinite at {where}: rho={rho:g} (relative units) gave "
+                f"objective (2) the weight rho sqrt(2 gamma w_bar) = {largest:g}, w_bar = "
+                f"{X.data.mean():g} the mean value of X's non-zeros; that is "
+                f"{largest / typical:.3g} times the median value of X ({typical:g}), so the "
+                "penalty drives every code of this word to 0, where the loss of a positive "
+                "value is infinite. Lower rho, give it in absolute units "
+                "(rho_units='absolute'), or clean X of its outlying values")
     if largest >= 1e10 * max(typical, 1.0):
         return (f"the {name} loss is infinite at {where}: {parameter}={largest:g} is "
                 f"{largest / typical:.3g} times the median value of X ({typical:g}), so the "
@@ -375,6 +385,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     def _set_count_scale(self, X):
         """Record w_bar of the training data (validated CSR counts); return the coding problem."""
+        if self.rho_units == "relative":
+            warn_dominant_count(X.data)
         return self._use_count_scale(float(X.data.mean()))
 
     def _use_count_scale(self, count_scale):
@@ -385,6 +397,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return problem
 
     def _validate_X(self, X, reset, loss, copy=True):
+        check_input_values(X)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset)
         return as_count_matrix(sp.csr_matrix(X, copy=False), loss, copy=copy)
 
@@ -667,7 +680,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 extra_step=extra_step, converged=relative_decrease_below(self.tol),
                 max_iter=self.max_iter, progress=progress)
         except NonFiniteLossError as exc:
-            raise ValueError(explain_non_finite_loss(exc, state, problem)) from None
+            raise ValueError(explain_non_finite_loss(exc, state, problem, self.rho_units,
+                                                     self.rho)) from None
         self.components_ = state.beta
         self.term_counts_ = np.asarray(state.X.sum(axis=0), dtype=np.float64).ravel()
         self.objective_ = np.asarray(objective)
@@ -687,6 +701,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         objective is needed.
         """
         check_is_fitted(self, "components_")
+        check_fitted_finite(self, "components_")
         problem = self._coding_problem()
         X = self._validate_X(X, reset=False, loss=problem.loss)
         beta = self.components_

@@ -7,9 +7,14 @@ the right type outside the allowed range or set raises ValueError; both name
 the parameter.
 """
 import numbers
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
+
+
+class DataWarning(UserWarning):
+    """The data are valid but likely to give a poor fit (e.g. one count dominates the rest)."""
 
 
 class Interval:
@@ -191,3 +196,53 @@ def check_training_corpus(X, name="X"):
     if X.nnz == 0:
         raise ValueError(f"{name} has no non-zero entry: every document is empty, so there is "
                          "nothing to learn topics from")
+
+
+def check_input_values(X, name="X"):
+    """Refuse complex, NaN or infinite input with a message of our own, before scikit-learn's."""
+    values = getattr(X, "data", None) if sp.issparse(X) else X
+    if not isinstance(values, np.ndarray):
+        return  # lists, DOK matrices etc.: left to check_array
+    if np.iscomplexobj(values):
+        raise ValueError(f"Complex data not supported: {name} has complex dtype {values.dtype}; "
+                         "counts must be real")  # the first words: scikit-learn's API
+    if values.dtype.kind == "f":
+        for bad, what in ((np.isnan, "NaN"), (np.isinf, "infinite values")):
+            count = sum(int(np.count_nonzero(bad(values.ravel()[i:i + (1 << 20)])))
+                        for i in range(0, values.size, 1 << 20))
+            if count:
+                raise ValueError(f"{name} contains {what} ({count} entries); counts must be "
+                                 "finite and non-negative")
+
+
+def check_labels(y, name="y"):
+    """Refuse labels that are None (scikit-learn calls them "unknown")."""
+    labels = np.asarray(y, dtype=object).ravel()
+    missing = sum(label is None for label in labels)
+    if missing:
+        raise ValueError(f"{name} contains None ({missing} of {labels.size} labels); every "
+                         "document needs a class label")
+
+
+def warn_dominant_count(values, name="X"):
+    """Warn when one entry holds more than half of the counts: it sets w_bar (relative rho)."""
+    total = float(values.sum())
+    largest = float(values.max()) if values.size else 0.0
+    if values.size > 1 and largest > 0.5 * total:
+        warnings.warn(
+            f"one entry of {name} ({largest:g}) holds {largest / total:.0%} of its total count, "
+            f"so it sets w_bar, the mean count that rho in relative units scales with "
+            f"(w_bar = {total / values.size:g}): rho's weight is far larger than the other "
+            "counts suggest, and most codes may be zero. Clean the outlier from the data, or give "
+            "rho in absolute units (rho_units='absolute')", DataWarning, stacklevel=4)
+
+
+def check_fitted_finite(estimator, *names):
+    """Refuse fitted arrays holding NaN or infinite values (changed after fit, or corrupt)."""
+    for name in names:
+        values = getattr(estimator, name)
+        bad = int(np.size(values) - np.count_nonzero(np.isfinite(values)))
+        if bad:
+            raise ValueError(f"{type(estimator).__name__}.{name} contains NaN or infinite values "
+                             f"({bad} entries): it was changed after fit or is corrupt; refit the "
+                             "model or restore it")

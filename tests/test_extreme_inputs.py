@@ -6,11 +6,16 @@ loss's domain", which names a symptom. Now the data's scale or the parameter
 is named (and tests/test_fuzz_fits.py runs the same cases, and random ones, in
 subprocesses).
 """
+import importlib.util
+import os
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from stc import STC, MedSTC
+import stc.losses
+from stc import STC, DataWarning, MedSTC
 
 # The paper's parameterisation: rho is the weight of objective (2) as given, and theta
 # has the l2 penalty (these cases were written for it).
@@ -37,8 +42,10 @@ def test_a_huge_penalty_is_named(parameter):
 
 
 def test_a_huge_rho_in_relative_units_is_named():
-    # the default units: the message gives the weight objective (2) got, rho sqrt(2 gamma w_bar)
-    with pytest.raises(ValueError, match=r"rho=\S+ is \S+ times the median value of X.*Lower rho"):
+    # the default units: the user's rho, and the weight objective (2) got, rho sqrt(2 gamma w_bar)
+    with pytest.raises(ValueError, match=r"rho=1e\+300 \(relative units\) gave objective \(2\) "
+                                         r"the weight rho sqrt\(2 gamma w_bar\) = \S+, w_bar = "
+                                         r"\S+ .*times the median value of X.*Lower rho"):
         STC(n_topics=2, max_iter=5, random_state=0, rho=1e300).fit(counts())
 
 
@@ -59,3 +66,143 @@ def test_data_too_large_for_the_loss_is_refused_up_front():
     with pytest.raises(ValueError, match="rescale X"):
         MedSTC(n_topics=2, max_iter=3, random_state=0, loss="gaussian").fit(
             counts() * 1e200, np.arange(30) % 2)
+
+
+# ---------------------------------------------------------------------------
+# Codes that run off to infinity (MedSTC's shifted mean with the l1 penalty on
+# theta, an unbounded coding problem): the numpy sweep does what the kernel does
+# ---------------------------------------------------------------------------
+def runoff_problem():
+    """Coding problem (2) minus linear . theta with linear > lambda_: theta_k is unbounded."""
+    from test_coding import random_corpus, random_dictionary
+    X = random_corpus(21, n_docs=40, n_features=50, density=0.25)
+    beta = random_dictionary(21, 5, X.shape[1])
+    linear = np.abs(np.random.default_rng(1).normal(scale=2.0, size=(X.shape[0], 5)))
+    params = dict(lam=0.3, gamma=0.4, rho=0.08, theta_penalty="l1", code_penalty="l1", tol=-1.0,
+                  theta_linear=linear)
+    return X, beta, params
+
+
+def test_runaway_codes_numpy_sweep_matches_the_kernel():
+    """Same coordinate solver on both paths: the same codes, even where they ran off."""
+    from test_coding import Delegate, code_result, initial_codes
+    from stc.losses import PoissonLoss
+    X, beta, params = runoff_problem()
+    results = []
+    for loss in (PoissonLoss(), Delegate(PoissonLoss())):
+        codes, theta = initial_codes(X, beta.shape[0])
+        result = code_result(loss, X, beta, codes, theta, max_iter=10, **params)
+        results.append((codes, theta, result.objective, result.means, result.n_iter))
+    assert results[0][1].max() > 1e12  # theta ran off
+    for compiled, numpy in zip(*results):
+        np.testing.assert_allclose(numpy, compiled, rtol=1e-9, atol=1e-12)
+
+
+def test_runaway_codes_numpy_poisson_codes_like_the_kernel(numpy_poisson):
+    """The numpy Poisson twin used to fail there blaming the loss (lin=nan)."""
+    from test_coding import code_result, initial_codes
+    from stc.losses import PoissonLoss
+    X, beta, params = runoff_problem()
+    for loss in (PoissonLoss(), numpy_poisson):
+        codes, theta = initial_codes(X, beta.shape[0])
+        result = code_result(loss, X, beta, codes, theta, max_iter=1, **params)
+        assert theta.max() > 1e12  # theta ran off (rounding decides how far)
+        assert np.all(np.isfinite(codes)) and np.all(np.isfinite(theta))
+        assert np.all(result.objective <= result.start_objective)
+
+
+def pseudo_huber_example():
+    """docs/examples/python_loss.py's loss, without the example's global registration."""
+    path = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "examples", "python_loss.py")
+    spec = importlib.util.spec_from_file_location("python_loss_example", path)
+    module = importlib.util.module_from_spec(spec)
+    saved = dict(stc.losses._REGISTRY)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        stc.losses._REGISTRY.clear()
+        stc.losses._REGISTRY.update(saved)
+    return module.PseudoHuberLoss()
+
+
+def test_medstc_python_loss_l1_theta_fits():
+    """Fuzz finding: a pure-Python loss, theta_penalty="l1" (compiled losses fitted)."""
+    X = np.random.default_rng(0).poisson(2.0, (8, 20)).astype(float)
+    model = MedSTC(n_topics=3, loss=pseudo_huber_example(), lambda_=0.01, theta_penalty="l1", C=3.0,
+                   max_iter=4, random_state=0).fit(X, np.arange(8) % 4)
+    assert np.all(np.isfinite(model.objective_))
+    assert np.all(np.diff(model.objective_) <= 1e-9 * np.abs(model.objective_[:-1]))
+    theta = model.transform(X)
+    assert np.all(np.isfinite(theta)) and np.all(theta >= 0)
+
+
+
+# ---------------------------------------------------------------------------
+# Errors name the user's argument (issue 20, finding 4)
+# ---------------------------------------------------------------------------
+def test_a_huge_C_is_refused_naming_C():
+    X, y = counts(), np.arange(30) % 2
+    with pytest.raises(ValueError, match=r"MedSTC: C must be a real number in \(0, 1e\+300\), "
+                                         r"got 1e\+300"):
+        MedSTC(n_topics=2, C=1e300, max_iter=2, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match=r"MedSTC: refit_C must be .*\(0, 1e\+300\)"):
+        MedSTC(n_topics=2, refit_C=1e300, max_iter=2, random_state=0).fit(X, y)
+
+
+def test_one_huge_count_names_the_users_rho():
+    """The default relative rho: the message says rho=0.02 and the weight it became."""
+    X = counts().toarray()
+    X[0, 0] = 1e300
+    with pytest.warns(DataWarning), pytest.raises(
+            ValueError, match=r"rho=0\.02 \(relative units\) gave objective \(2\) the weight "
+                              r"rho sqrt\(2 gamma w_bar\) = 2\.87\d*e\+146.*rho_units='absolute'"):
+        STC(n_topics=2, max_iter=5, random_state=0).fit(X)
+
+
+def test_one_dominant_count_warns():
+    X = counts().toarray()
+    X[0, 0] = 1e15
+    with pytest.warns(DataWarning, match=r"one entry of X \(1e\+15\) holds 100% of its total "
+                                         r"count.*rho_units='absolute'"):
+        STC(n_topics=2, max_iter=2, random_state=0).fit(X)
+    # absolute units do not depend on w_bar: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        STC(n_topics=2, max_iter=2, random_state=0, **PAPER).fit(X)
+        STC(n_topics=2, max_iter=2, random_state=0).fit(counts())
+
+
+def test_changed_fitted_arrays_are_refused():
+    X, y = counts(), np.arange(30) % 2
+    model = STC(n_topics=2, max_iter=2, random_state=0).fit(X)
+    model.components_[0, 0] = np.nan
+    for method in (model.transform, model.score):
+        with pytest.raises(ValueError, match=r"STC\.components_ contains NaN or infinite values "
+                                             r"\(1 entries\).*refit"):
+            method(X)
+    model = MedSTC(n_topics=2, max_iter=2, random_state=0).fit(X, y)
+    model.coef_[1, 0] = np.inf
+    with pytest.raises(ValueError, match=r"MedSTC\.coef_ contains NaN or infinite values"):
+        model.predict(X)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_bad_values_of_X_are_named(sparse):
+    X = counts().toarray()
+    X[0, :3] = np.nan
+    with pytest.raises(ValueError, match=r"^X contains NaN \(3 entries\); counts must be finite "
+                                         r"and non-negative$"):
+        STC(n_topics=2, max_iter=2).fit(sp.csr_matrix(X) if sparse else X)
+    X[0, :3] = np.inf
+    with pytest.raises(ValueError, match=r"^X contains infinite values \(3 entries\)"):
+        STC(n_topics=2, max_iter=2).fit(sp.csr_matrix(X) if sparse else X)
+    X = counts().toarray().astype(np.complex128)
+    with pytest.raises(ValueError, match=r"^Complex data not supported: X has complex dtype "
+                                         r"complex128; counts must be real$"):
+        STC(n_topics=2, max_iter=2).fit(sp.csr_matrix(X) if sparse else X)
+
+
+def test_labels_that_are_none_are_named():
+    y = np.array([None, "a", "b"] * 10, dtype=object)
+    with pytest.raises(ValueError, match=r"^y contains None \(10 of 30 labels\)"):
+        MedSTC(n_topics=2, max_iter=2).fit(counts(), y)

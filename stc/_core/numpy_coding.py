@@ -12,7 +12,8 @@ dict of `stc.coding.CodingProblem.params` (the kernel's `CodingParams`).
 import numpy as np
 
 from stc._core._constants import (BLOCK_NEWTON_RTOL, FAILURE_HESSIAN, FAILURE_LOSS,
-                                   FAILURE_SOLVER, OVERSHOOT_NUDGE, PENALTY_L1, PENALTY_L2,
+                                   FAILURE_SOLVER, MEANS_DRIFT_RTOL,
+                                   OVERSHOOT_NUDGE, PENALTY_L1, PENALTY_L2,
                                    START_VALUE_MAX_ITER, START_VALUE_RTOL)
 
 
@@ -56,7 +57,7 @@ def theta_update(mean_code, linear, n_words, lam, gamma, penalty):
         t = mean_code + (linear - lam) / (2.0 * gamma * n_words)
     else:
         t = (2.0 * gamma * n_words * mean_code + linear) / (2.0 * lam + 2.0 * gamma * n_words)
-    return np.maximum(t, 0.0)
+    return np.where(t > 0.0, t, 0.0)  # NaN (codes that ran off) gives 0, as in the kernel
 
 
 def document_objective(loss, X, doc_of_entry, means, codes, theta, linear, params):
@@ -81,9 +82,20 @@ def solve_topic_words(loss, y, b, rests, codes_k, t_entry, quad, rho_lin, gamma,
     Raises `PluginFailure` for a NaN code or curvature from finite arguments.
     """
     lin = rho_lin - 2.0 * gamma * t_entry
-    x = loss.solve_coordinate(y, b, rests, quad, lin, codes_k)
+    finite = np.isfinite(y) & np.isfinite(b) & np.isfinite(rests) & np.isfinite(lin)
+    if finite.all():
+        x = loss.solve_coordinate(y, b, rests, quad, lin, codes_k)
+    else:
+        # Codes that ran off to infinity (an unbounded problem, e.g. MedSTC's shifted
+        # mean with the l1 penalty on theta) give non-finite arguments: not the
+        # loss's failure (`note_failure`). The built-in closed forms' answer there
+        # (`legacy_clamp`): +inf for lin = -inf, else 0.
+        x = np.where((lin == -np.inf) & np.isfinite(rests), np.inf, 0.0)
+        x[finite] = loss.solve_coordinate(y[finite], b[finite], rests[finite], quad,
+                                          lin[finite], codes_k[finite])
     check_plugin(FAILURE_SOLVER, np.isnan(x), y, rests, b, rests, lin)
-    slope = np.bincount(docs, weights=2.0 * gamma * (t_entry - x), minlength=n_docs)
+    with np.errstate(invalid="ignore"):  # inf - inf where codes ran off (NaN, as the kernel)
+        slope = np.bincount(docs, weights=2.0 * gamma * (t_entry - x), minlength=n_docs)
     curv_entry = np.full_like(x, 2.0 * gamma)
     pos = x > 0
     if np.any(pos):
@@ -133,12 +145,13 @@ def update_topic_block(loss, y, b, docs, codes_k, means, theta_k, linear_k, quad
             pen_slope, pen_curv = lam, 0.0
         else:
             pen_slope, pen_curv = 2.0 * lam * t, 2.0 * lam
-        s_full = s_new + pen_slope - linear_k
+        s_full = s_new + (pen_slope - linear_k)  # the kernel's rounding
         curv = c_new + pen_curv
         slope = np.where(iterating, s_full, slope)
-        tiny = iterating & (np.abs(slope) <= 1e-10 * t * curv)
-        # Close enough and not past the block minimiser (see BLOCK_NEWTON_RTOL).
-        close = iterating & (np.abs(slope) <= BLOCK_NEWTON_RTOL * t * curv)
+        with np.errstate(invalid="ignore"):  # inf * 0 where codes ran off
+            tiny = iterating & (np.abs(slope) <= 1e-10 * t * curv)
+            # Close enough and not past the block minimiser (see BLOCK_NEWTON_RTOL).
+            close = iterating & (np.abs(slope) <= BLOCK_NEWTON_RTOL * t * curv)
         if step > 0:
             close &= (slope > 0.0) == (start_slope > 0.0)
         tiny |= close
@@ -283,6 +296,15 @@ def _code_documents(loss, params, X, beta, codes, theta, means, theta_linear, ac
         objective[active] = new_objective[active]
         recon[active] = new_recon[active]
         active_docs[active[converged[active]]] = False
+    # The kernel's `refresh_means`, where the running means drifted (codes that grew
+    # huge and came back): exact means, and the objective recomputed from them.
+    exact = (codes * beta.T[X.indices]).sum(axis=1) if X.nnz else means
+    drifted = ~(np.abs(exact - means) <= MEANS_DRIFT_RTOL * exact)
+    if np.any(drifted):
+        means[drifted] = exact[drifted]
+        docs = np.unique(doc_of_entry[drifted])
+        objective[docs], recon[docs] = (a[docs] for a in document_objective(
+            loss, X, doc_of_entry, means, codes, theta, theta_linear, params))
     return objective, recon, n_iter, passes, start, None
 
 

@@ -35,12 +35,17 @@ from stc._core._coding import move_along_segments
 from stc._core._dense import row_products
 from stc._stc import ONLINE_PARAMETERS, STC
 from stc.distributed import is_dask_array
-from stc._validation import Interval, NoneValue, Options, check_training_corpus
+from stc._validation import (Interval, NoneValue, Options, check_fitted_finite, check_labels,
+                             check_training_corpus)
 from stc.coding import code_documents, segment_objectives, stc_objective
 from stc.supervised.svm import (CuttingPlaneSVM, loss_augmented_predict, multiclass_hinge,
                                 primal_objective, sample_hinges)
 from stc.training import count_capped
 
+
+# The SVM's dual variables lie on a simplex of radius C, which the projection
+# (stc._core._simplex) takes below 1e300.
+MAX_C = 1e300
 
 # refit_C="auto": the refit's C is REFIT_C_SCALE / mean_d ||theta_d||^2 over the label-free
 # training codes. The SVM on codes a theta with C / a^2 is the SVM on theta with C (eta / a,
@@ -345,12 +350,12 @@ class MedSTC(ClassifierMixin, STC):
     _parameter_constraints = {
         **{name: allowed for name, allowed in STC._parameter_constraints.items()
            if name not in ONLINE_PARAMETERS},
-        "C": [Interval(numbers.Real, 0, None, closed="neither")],
+        "C": [Interval(numbers.Real, 0, MAX_C, closed="neither")],
         "cost": [Interval(numbers.Real, 0, None, closed="neither")],
         "svm_tol": [Interval(numbers.Real, 0, None, closed="neither")],
         "svm_max_iter": [Interval(numbers.Integral, 1, None)],
         "refit_C": [NoneValue(), Options("auto"),
-                    Interval(numbers.Real, 0, None, closed="neither")],
+                    Interval(numbers.Real, 0, MAX_C, closed="neither")],
     }
 
     def __init__(self, n_topics=20, *, C=30000.0, cost=3600.0, svm_tol=1e-3, svm_max_iter=1000,
@@ -387,6 +392,7 @@ class MedSTC(ClassifierMixin, STC):
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError(f"y must be 1-D with one label per document ({X.shape[0]}), "
                              f"got shape {y.shape}")
+        check_labels(y)
         check_classification_targets(y)
         encoder = LabelEncoder().fit(y)
         if encoder.classes_.size < 2:
@@ -427,6 +433,7 @@ class MedSTC(ClassifierMixin, STC):
     def decision_function(self, X):
         """Scores eta_y . theta for every class, shape (n_docs, n_classes)."""
         check_is_fitted(self, "coef_")
+        check_fitted_finite(self, "coef_")
         return row_products(self.transform(X), self.coef_)
 
     def predict(self, X):

@@ -330,3 +330,47 @@ def test_compiled_and_python_examples_learn_the_same_topics(compiled_example_run
 
     assert objective(compiled_output) == pytest.approx(objective(python_script_output), rel=1e-6)
     assert _topic_lines(compiled_output) == _topic_lines(python_script_output)
+
+
+# ---------------------------------------------------------------------------
+# The example losses at extreme residuals, against 200-bit references
+# ---------------------------------------------------------------------------
+
+def _pseudo_huber_reference(y, mean, delta):
+    """(loss, gradient, hessian) of the pseudo-Huber loss in 200-bit arithmetic (mpmath)."""
+    import mpmath
+    with mpmath.workprec(200):
+        r = (mpmath.mpf(mean) - mpmath.mpf(y)) / delta
+        root = mpmath.sqrt(1 + r * r)
+        # (root - 1 as r^2 / (root + 1): at r = 1e-160 even 200 bits would cancel to 0)
+        return [float(v) for v in (delta ** 2 * r * r / (root + 1), delta * r / root, root ** -3)]
+
+
+@pytest.mark.parametrize("kind", ["python", "compiled"])
+def test_example_losses_are_accurate_at_every_magnitude(kind, request):
+    """No overflow or cancellation from residuals of 1e-300 up to 1e300 (issue 20, finding 2).
+
+    The first versions computed sqrt(1 + r * r): r * r overflows beyond 1e154, so the
+    gradient at mean = 1e200 was 0 (not 1) and the loss at 1e155 inf, and the loss
+    lost all its digits to cancellation below r = 1e-8.
+    """
+    module = request.getfixturevalue("python_loss" if kind == "python" else "compiled_module")
+    exponents = np.linspace(-300, 300, 241)
+    residuals = np.concatenate([-10.0 ** exponents, [0.0], 10.0 ** exponents])
+    for delta in (1.0, 3.0):
+        loss = module.PseudoHuberLoss(delta=delta)
+        for y in (0.0, 7.0):
+            means = y + residuals
+            got = np.array([loss.loss(y, means), loss.gradient(y, means), loss.hessian(y, means)])
+            want = np.array([_pseudo_huber_reference(y, m, delta) for m in means]).T
+            # (atol: a few roundings of a subnormal result)
+            np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-322)
+    # the fuzz finding itself; Newton is then not misled into blaming the loss
+    loss = module.PseudoHuberLoss()
+    assert loss.gradient(np.zeros(1), np.array([1e200]))[0] == 1.0
+    assert loss.loss(0.0, 1e155) == pytest.approx(1e155, rel=1e-15)
+    assert float(loss.solve_coordinate(0.0, 1.0, 1e200, 1.0, 0.0)) == 0.0
+    # h'(x) = l'(x - 1e200) + 2e-210 x: l' ~ -1 below y = 1e200, so the zero is where
+    # l' = -2e-10, a residual of -2e-10 (delta = 1): x = 1e200 to the solver's 1e-10
+    x = float(loss.solve_coordinate(1e200, 1.0, 0.0, 1e-210, 0.0))
+    assert x == pytest.approx(1e200, rel=1e-9)

@@ -333,10 +333,9 @@ def check_kkt(loss_name, problem, x, generic):
         assert slope < 0.0
         return
     if loss_name == "poisson" and y == 0.0 and mean_rest == 0.0 and b + lin >= 0.0:
-        # h(x) = (b + lin) x + quad x^2 on x > 0 (mean = 0 is outside the open
-        # domain): the infimum is at x -> 0; the closed form returns 0 and
-        # Newton a point next to it
-        assert x <= (0.0 if not generic else 1e-20)
+        # h(x) = (b + lin) x + quad x^2, and the loss extends to mean = 0:
+        # every solver returns the exact 0 (Proposition 1)
+        assert x == 0.0
         return
     if x > 0.0:
         # h'(x) = 0 up to the solver's accuracy on x (1e-10 relative, and the
@@ -448,9 +447,13 @@ def test_loss_is_infinite_outside_the_mean_domain():
     assert bernoulli.mean_domain == (0.0, 1.0)
     assert gaussian.mean_domain == (-math.inf, math.inf)
     for y in (0.0, 1.0, 4.0):
-        assert np.all(np.isposinf(poisson.loss(y, np.array([0.0, -1e-300, -1.0, -1e10]))))
+        assert np.all(np.isposinf(poisson.loss(y, np.array([-1e-300, -1.0, -1e10]))))
     for y in (0.0, 0.3, 1.0):
-        assert np.all(np.isposinf(bernoulli.loss(y, np.array([0.0, -0.5, 1.0, 1.0 + 1e-15, 7.0]))))
+        assert np.all(np.isposinf(bernoulli.loss(y, np.array([-0.5, 1.0 + 1e-15, 7.0]))))
+    # at an end of the domain: infinite unless the loss extends there (y at that end)
+    assert np.all(np.isposinf(poisson.loss([1.0, 4.0], 0.0)))
+    assert np.all(np.isposinf(bernoulli.loss([0.3, 1.0], 0.0)))
+    assert np.all(np.isposinf(bernoulli.loss([0.0, 0.3], 1.0)))
     assert np.all(np.isfinite(gaussian.loss(2.0, np.array([-1e100, -3.0, 0.0, 1e100]))))
     # just inside the domain the loss is finite
     assert np.isfinite(poisson.loss(3.0, 1e-300))

@@ -31,25 +31,33 @@ class PseudoHuberLoss(stc.losses.PythonLoss):
         self.delta = float(delta)
 
     # All three methods are elementwise on numpy arrays y and mean, and
-    # differentiate with respect to the mean.
+    # differentiate with respect to the mean. They are written so that no
+    # intermediate overflows at huge residuals (r * r does beyond 1e154).
     def loss(self, y, mean):
-        r = (mean - y) / self.delta
-        return self.delta ** 2 * (np.sqrt(1.0 + r * r) - 1.0)
+        a = np.abs(mean - y) / self.delta
+        # sqrt(1 + a^2) - 1 = a^2 / (sqrt(1 + a^2) + 1): no cancellation for small a
+        return self.delta ** 2 * a * (a / (sqrt_one_plus_square(a) + 1.0))
 
     def gradient(self, y, mean):
         r = (mean - y) / self.delta
-        return self.delta * r / np.sqrt(1.0 + r * r)
+        return self.delta * r / sqrt_one_plus_square(np.abs(r))
 
     def hessian(self, y, mean):
-        r = (mean - y) / self.delta
-        q = 1.0 + r * r
-        return 1.0 / (q * np.sqrt(q))
+        q = 1.0 / sqrt_one_plus_square(np.abs(mean - y) / self.delta)
+        return q * q * q
 
     def check_data(self, values):
         # Called on the non-zero entries of every X given to fit/transform.
         # Any non-negative value is fine here; a loss for binary or bounded
         # data would raise ValueError for values it cannot model.
         pass
+
+
+def sqrt_one_plus_square(a):
+    """sqrt(1 + a^2) for a >= 0, as a sqrt(1 + 1 / a^2) above 1 so that a^2 cannot overflow."""
+    # (np.where computes both branches: silence the one not taken)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        return np.where(a > 1.0, a * np.sqrt(1.0 + 1.0 / (a * a)), np.sqrt(1.0 + a * a))
 
 
 # Checks the class (derivatives, convexity on sample points) and makes it

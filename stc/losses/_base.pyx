@@ -136,13 +136,16 @@ cdef class CompiledLoss:
         # x must keep the mean inside its open domain.
         left = (lower - mean_rest) / b
         right = (upper - mean_rest) / b
-        if left < 0.0:
-            # x = 0 is feasible: by convexity it is optimal when h'(0) >= 0.
+        if left <= 0.0:
+            # x = 0 is feasible, or puts the mean on the lower end where the
+            # loss may extend (y = 0 for Poisson and Bernoulli: its gradient
+            # there is finite). By convexity x = 0 is optimal when h'(0) >= 0
+            # (Proposition 1): an exact zero, not the end of a bracket.
             g = b * self._gradient(y, mean_rest) + lin
             if g >= 0.0:
                 return 0.0
-            if g != g:
-                return NAN
+            if g != g and left < 0.0:
+                return NAN  # (at the end a NaN gradient only means the loss stops there)
             left = 0.0
         if right <= left:
             # No feasible x keeps the mean in its domain (mean_rest is already
@@ -240,7 +243,12 @@ cdef class CompiledLoss:
     # ---- vectorised Python interface (used by the dictionary step and tests)
 
     def loss(self, y, mean):
-        """Elementwise l(y, mean); +inf where the mean leaves its domain."""
+        """Elementwise l(y, mean); +inf where the mean leaves its domain.
+
+        At a finite end of the domain the value is the loss's own there
+        (its limit, e.g. 0 for the Bernoulli loss at y = mean = 0), or +inf
+        where the loss does not extend to it (NaN).
+        """
         return self._map(y, mean, 0)
 
     def gradient(self, y, mean):
@@ -269,11 +277,16 @@ cdef class CompiledLoss:
         cdef double[::1] ov = out
         cdef Py_ssize_t i
         cdef double lo = self.mean_lower, hi = self.mean_upper
+        cdef double value
         with nogil:
             for i in range(yv.shape[0]):
                 if which == 0:
                     if mv[i] > lo and mv[i] < hi:
                         ov[i] = self._loss(yv[i], mv[i])
+                    elif mv[i] == lo or mv[i] == hi:
+                        # an end of the domain: finite where the loss extends to it
+                        value = self._loss(yv[i], mv[i])
+                        ov[i] = value if value == value else INFINITY
                     else:
                         ov[i] = INFINITY
                 elif which == 1:

@@ -90,6 +90,8 @@ cdef class PoissonLoss(CompiledLoss):
     Data: non-negative counts. Non-integer values are accepted: the loss is
     then the generalised Kullback-Leibler divergence, still convex and
     minimised at mean = y (useful for tf-idf weights). Mean domain: (0, inf).
+    At its end mean = 0 the loss is finite only for y = 0 (value 0, gradient
+    1, hessian 0), where a code that puts the mean there is an exact 0.
     """
 
     name = "poisson"
@@ -106,11 +108,12 @@ cdef class PoissonLoss(CompiledLoss):
             return mean - y + y * log(y / mean)
         return mean
 
+    # At y = 0 the loss is the mean itself, also at mean = 0 (where y / mean is 0/0).
     cdef double _gradient(self, double y, double mean) noexcept nogil:
-        return 1.0 - y / mean
+        return 1.0 - y / mean if y > 0.0 else 1.0
 
     cdef double _hessian(self, double y, double mean) noexcept nogil:
-        return y / (mean * mean)
+        return y / (mean * mean) if y > 0.0 else 0.0
 
     cdef double _solve_coordinate(self, double y, double b, double mean_rest,
                                   double quad, double lin, double x_start) noexcept nogil:
@@ -161,7 +164,10 @@ cdef class BernoulliLoss(CompiledLoss):
     """Bernoulli (binary cross-entropy) loss, as a deviance (KL divergence).
 
     Data: values in [0, 1] (presence/absence or proportions). Mean domain:
-    (0, 1). No closed form: the coding kernel uses the generic Newton solver.
+    (0, 1). The loss y log(y / mean) + (1 - y) log((1 - y) / (1 - mean)),
+    with 0 log 0 = 0, is finite at the ends only for y = mean = 0 and y = mean
+    = 1 (value 0, gradient 1 resp. -1, hessian 1; `loss` is +inf at the other
+    ends). No closed form: the coding kernel uses the generic Newton solver.
     """
 
     name = "bernoulli"
@@ -183,14 +189,20 @@ cdef class BernoulliLoss(CompiledLoss):
             value += (1.0 - y) * log((1.0 - y) / (1.0 - mean))
         return value
 
+    # Each term is skipped where its weight y or 1 - y is 0 (0 log 0 = 0), so
+    # the loss and its derivatives are finite at mean = y = 0 and mean = y = 1.
     cdef double _gradient(self, double y, double mean) noexcept nogil:
-        cdef double value = -y / mean
-        if y < 1.0:  # the (1 - y) term vanishes at y = 1, even at mean = 1
+        cdef double value = 0.0
+        if y > 0.0:
+            value -= y / mean
+        if y < 1.0:
             value += (1.0 - y) / (1.0 - mean)
         return value
 
     cdef double _hessian(self, double y, double mean) noexcept nogil:
-        cdef double value = y / (mean * mean)
+        cdef double value = 0.0
+        if y > 0.0:
+            value += y / (mean * mean)
         if y < 1.0:
             value += (1.0 - y) / ((1.0 - mean) * (1.0 - mean))
         return value

@@ -178,12 +178,17 @@ def newton_coordinate(loss, y, b, mean_rest, quad, lin, x_start=0.0):
     def slope(i, xi):
         return b[i] * loss.gradient(y[i], mean_rest[i] + b[i] * xi) + 2.0 * quad[i] * xi + lin[i]
 
-    zero_feasible = np.flatnonzero(active & (left < 0.0))
+    # x = 0 is feasible, or puts the mean on the lower end where the loss may
+    # extend (see _base.pyx): x = 0 exactly when h'(0) >= 0 (Proposition 1)
+    zero_feasible = np.flatnonzero(active & (left <= 0.0))
     if zero_feasible.size:
-        slope0 = b[zero_feasible] * loss.gradient(y[zero_feasible], mean_rest[zero_feasible]) \
-            + lin[zero_feasible]
-        failed[zero_feasible[np.isnan(slope0)]] = True
-        active[zero_feasible[~(slope0 < 0.0)]] = False  # h'(0) >= 0: x = 0 (or NaN: failed)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            slope0 = b[zero_feasible] * loss.gradient(y[zero_feasible],
+                                                      mean_rest[zero_feasible]) \
+                + lin[zero_feasible]
+        # a NaN gradient fails inside the domain; at its end the loss only stops there
+        failed[zero_feasible[np.isnan(slope0) & (left[zero_feasible] < 0.0)]] = True
+        active[zero_feasible[(slope0 >= 0.0) | failed[zero_feasible]]] = False
         left[zero_feasible] = 0.0
     empty = active & (right <= left)
     x[empty] = np.maximum(left[empty], 0.0)

@@ -6,9 +6,16 @@ Both subclass stc.losses._base.CompiledLoss and override the three nogil
 methods the coding kernel calls. Neither overrides _solve_coordinate, so the
 kernel minimises each coordinate with the generic safeguarded Newton solver.
 """
-from libc.math cimport sqrt, log
+from libc.math cimport fabs, log, sqrt
 
 from stc.losses._base cimport CompiledLoss
+
+
+cdef inline double sqrt_one_plus_square(double a) noexcept nogil:
+    """sqrt(1 + a^2) for a >= 0, as a sqrt(1 + 1 / a^2) above 1 so that a^2 cannot overflow."""
+    if a > 1.0:
+        return a * sqrt(1.0 + 1.0 / (a * a))
+    return sqrt(1.0 + a * a)
 
 
 cdef class PseudoHuberLoss(CompiledLoss):
@@ -36,18 +43,20 @@ cdef class PseudoHuberLoss(CompiledLoss):
         # calling the class without arguments: pass the parameter along.
         return (type(self), (self.delta,))
 
+    # Written so that no intermediate overflows at huge residuals (r * r does
+    # beyond 1e154).
     cdef double _loss(self, double y, double mean) noexcept nogil:
-        cdef double r = (mean - y) / self.delta
-        return self.delta * self.delta * (sqrt(1.0 + r * r) - 1.0)
+        cdef double a = fabs(mean - y) / self.delta
+        # sqrt(1 + a^2) - 1 = a^2 / (sqrt(1 + a^2) + 1): no cancellation for small a
+        return self.delta * self.delta * a * (a / (sqrt_one_plus_square(a) + 1.0))
 
     cdef double _gradient(self, double y, double mean) noexcept nogil:
         cdef double r = (mean - y) / self.delta
-        return self.delta * r / sqrt(1.0 + r * r)
+        return self.delta * r / sqrt_one_plus_square(fabs(r))
 
     cdef double _hessian(self, double y, double mean) noexcept nogil:
-        cdef double r = (mean - y) / self.delta
-        cdef double q = 1.0 + r * r
-        return 1.0 / (q * sqrt(q))
+        cdef double q = 1.0 / sqrt_one_plus_square(fabs(mean - y) / self.delta)
+        return q * q * q
 
 
 cdef class PoissonNewtonLoss(CompiledLoss):
@@ -65,8 +74,9 @@ cdef class PoissonNewtonLoss(CompiledLoss):
             return mean - y + y * log(y / mean)
         return mean
 
+    # (at y = 0 the loss is the mean, also at mean = 0, where y / mean is 0/0)
     cdef double _gradient(self, double y, double mean) noexcept nogil:
-        return 1.0 - y / mean
+        return 1.0 - y / mean if y > 0.0 else 1.0
 
     cdef double _hessian(self, double y, double mean) noexcept nogil:
-        return y / (mean * mean)
+        return y / (mean * mean) if y > 0.0 else 0.0

@@ -8,20 +8,22 @@
 
 `build_parser` builds the whole argument parser (the documentation renders
 its help); `main` runs one command and returns the exit status.
+
+Only the standard library is imported up front: numpy, scipy, scikit-learn and the
+estimators are imported by the commands that use them, so that `stc --help`, `stc info`
+and `stc topics` answer at once, and Ctrl-C while they load is caught by `main`.
 """
 import argparse
 import contextlib
+import functools
 import importlib
 import importlib.util
 import json
+import math
 import os
 import sys
 import time
 import warnings
-
-import numpy as np
-import scipy.io
-import scipy.sparse as sp
 
 EXIT_OK = 0
 EXIT_ERROR = 1        # a bad file, bad data, or a failure while running
@@ -61,7 +63,7 @@ def _number(kind, low=None, low_inclusive=True, allow_none=False, words=()):
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f"expected {'an integer' if kind is int else 'a number'}, got {text!r}") from None
-        if kind is float and not np.isfinite(value):
+        if kind is float and not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
         if low is not None and (value < low or (value == low and not low_inclusive)):
             raise argparse.ArgumentTypeError(
@@ -101,11 +103,40 @@ def _n_jobs(text):
 # The parser
 # ---------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=None)
+def _estimator_defaults(source, class_name):
+    """The defaults of an estimator's ``__init__``, read from its source file.
+
+    Importing the estimators loads scikit-learn, which takes seconds; the help texts
+    need only these literals (tests check them against ``get_params()``).
+    """
+    import ast
+
+    # the file itself: importing stc.supervised to find it would load scikit-learn
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), *source.split("/"))
+    with open(path, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read())
+    cls = next(node for node in tree.body
+               if isinstance(node, ast.ClassDef) and node.name == class_name)
+    init = next(node for node in cls.body
+                if isinstance(node, ast.FunctionDef) and node.name == "__init__").args
+    positional = init.args[len(init.args) - len(init.defaults):]
+    return {arg.arg: ast.literal_eval(value)
+            for arg, value in [*zip(positional, init.defaults),
+                               *zip(init.kwonlyargs, init.kw_defaults)]}
+
+
+def _stc_default(name):
+    return _estimator_defaults("_stc.py", "STC")[name]
+
+
+def _medstc_default(name):
+    return _estimator_defaults("supervised/medstc.py", "MedSTC")[name]
+
+
 def _default(name):
     """'default: ...' for an estimator parameter, from the estimators themselves."""
-    from stc import STC, MedSTC
-
-    ours, theirs = STC().get_params()[name], MedSTC().get_params()[name]
+    ours, theirs = _stc_default(name), _medstc_default(name)
     if ours == theirs:
         return f"default: {ours}"
     return f"default: {ours} for stc, {theirs} for medstc"
@@ -146,7 +177,7 @@ def _add_data_options(parser, for_fit):
                             ("strict)" if for_fit else "the model's setting)"))
     if not for_fit:
         return
-    from stc.io import TOKEN_PATTERN
+    from stc._text import TOKEN_PATTERN
 
     text = parser.add_argument_group("text options (a folder of text files)")
     text.add_argument("--stop-words", default="builtin", metavar="{builtin,none,FILE}",
@@ -232,12 +263,6 @@ def _add_model_options(parser):
                                               "constant / mean squared norm of the codes); "
                                               "none keeps the joint one (default: "
                                               f"{_medstc_default('refit_C')})")
-
-
-def _medstc_default(name):
-    from stc import MedSTC
-
-    return MedSTC().get_params()[name]
 
 
 def _add_threads(parser):
@@ -378,6 +403,8 @@ def _load_model(path):
 
 
 def _read_data(args, model=None):
+    import numpy as np
+
     from stc.io import load_corpus
 
     options = {}
@@ -494,11 +521,17 @@ def _run_topics(args):
 
 def _word_code_entries(X):
     """(document, term) of each row of the word codes: X's stored entries in CSR order."""
+    import numpy as np
+
     documents = np.repeat(np.arange(X.shape[0], dtype=np.int64), np.diff(X.indptr))
     return documents, X.indices.astype(np.int64)
 
 
 def _run_transform(args):
+    import numpy as np
+    import scipy.io
+    import scipy.sparse as sp
+
     extension = os.path.splitext(args.output)[1].lower()
     if extension not in (".npz", ".mtx"):
         raise CommandError(f"-o/--output: {args.output} must end in .npz or .mtx")
@@ -541,6 +574,8 @@ def _run_transform(args):
 
 def _held_out_loss(model, X):
     """Reconstruction loss of X's words with their codes, over terms the topics know."""
+    import numpy as np
+
     from stc.losses import get_loss
 
     codes = model.word_codes(X)
@@ -554,6 +589,7 @@ def _held_out_loss(model, X):
 
 
 def _run_evaluate(args):
+    import numpy as np
     from sklearn.metrics import confusion_matrix
 
     from stc import MedSTC
@@ -597,6 +633,8 @@ def _run_evaluate(args):
 
 def _completion_line(model, X):
     """The model's `score` on X (document completion), as one line of `evaluate`."""
+    import numpy as np
+
     from stc.losses import get_loss
 
     try:
@@ -705,24 +743,25 @@ def _warnings_as_lines(command):
 
 def main(argv=None):
     """Run the ``stc`` command with ``argv`` (default: sys.argv[1:]); return the exit status."""
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exit:  # --help, --version, or a usage error (already printed)
-        return exit.code if isinstance(exit.code, int) else EXIT_USAGE
-    try:
+    args = None
+    try:  # everything, the commands' imports included: Ctrl-C at any moment is one line
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exit:  # --help, --version, or a usage error (already printed)
+            return exit.code if isinstance(exit.code, int) else EXIT_USAGE
         with _warnings_as_lines(args.command):
             _import_modules(args.imports)
             return args.handler(args)
     except KeyboardInterrupt:
-        print(f"stc {args.command}: interrupted", file=sys.stderr)
+        print(f"stc{'' if args is None else ' ' + args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # e.g. `stc topics MODEL | head`: the reader left
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_ERROR
     except Exception as exc:
-        if args.debug:
+        if args is None or args.debug:  # before the arguments are read, a bug: show it
             raise
         print(f"stc {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR

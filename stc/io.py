@@ -35,6 +35,7 @@ from sklearn.datasets import load_svmlight_file
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.utils import Bunch
 
+from stc._text import TOKEN_PATTERN
 from stc.datasets import stopwords as builtin_stopwords
 from stc.datasets._newsgroups import _as_counts, _read_vocabulary
 
@@ -46,9 +47,6 @@ __all__ = [
 
 FORMATS = ("text", "svmlight", "matrix-market")
 
-# Words of two or more characters; an apostrophe inside a word keeps it whole, so
-# that the shipped stop words ("aren't", "can't") match the tokens of the text.
-TOKEN_PATTERN = r"(?u)\b\w[\w']*\w\b"
 
 # The file, next to a data file, that `load_corpus` reads as its vocabulary when
 # none is given (the layout of `stc.datasets.load_20newsgroups`).

@@ -406,6 +406,52 @@ def test_help_states_the_estimators_defaults(capsys):
     assert "penalty on document codes (default: l1 for stc, l2 for medstc)" in text
 
 
+def test_help_reads_the_defaults_the_estimators_have():
+    """The help reads the defaults from the estimators' source (no import): the same values."""
+    from stc.cli import _estimator_defaults
+
+    assert _estimator_defaults("_stc.py", "STC") == STC().get_params()
+    assert _estimator_defaults("supervised/medstc.py", "MedSTC") == MedSTC().get_params()
+
+
+HEAVY = {"sklearn", "scipy", "matplotlib", "dask"}
+
+LOADED_AFTER = """
+import contextlib, io, json, sys
+loaded = lambda: sorted({{m.split(".")[0] for m in sys.modules}} & {heavy!r})
+seen = {{}}
+import stc
+seen["import stc"] = loaded()
+import stc.cli
+seen["import stc.cli"] = loaded()
+for argv in {argvs!r}:
+    with contextlib.redirect_stdout(io.StringIO()):
+        status = stc.cli.main(argv)
+    assert status == 0, (argv, status)
+    seen[" ".join(argv)] = loaded()
+from stc import *
+assert [name for name in stc.__all__ if name not in globals()] == []
+assert set(stc.__all__) <= set(dir(stc)) and {{"losses", "supervised"}} <= set(dir(stc))
+print(json.dumps(seen))
+"""
+
+
+def test_help_info_and_topics_load_no_heavy_module(stc_model):
+    """`stc --help`, `info` and `topics` answer without scikit-learn, scipy, matplotlib or
+    dask (which take seconds to load); `from stc import *` still gives every public name."""
+    import json
+
+    argvs = [["--help"], ["fit", "--help"], ["info", str(stc_model)],
+             ["topics", str(stc_model)]]
+    result = subprocess.run([sys.executable, "-c",
+                             LOADED_AFTER.format(heavy=HEAVY, argvs=argvs)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout)
+    assert seen == {step: [] for step in ["import stc", "import stc.cli",
+                                          *(" ".join(argv) for argv in argvs)]}
+
+
 # ---- the installed console script
 
 def _console_script():

@@ -478,16 +478,65 @@ def test_ctrl_c_during_fit_saves_the_model_learned_so_far(tmp_path, svmlight_dir
         out, err = process.communicate(timeout=300)
     finally:
         process.kill()
-    err = "".join(seen) + err
     assert process.returncode == EXIT_INTERRUPTED, err
     assert out == ""
-    assert "interrupted after" in err and f"saved the model learned so far to {model}" in err
+    # after the Ctrl-C: progress lines, the fit's acknowledgement, then one closing line
+    said = [line for line in err.splitlines() if not line.startswith("iter")]
+    assert said == ["stc: interrupt received; stopping after this iteration (Ctrl-C again to "
+                    "abort)",
+                    f"stc fit: interrupted after {said[-1].split()[4]} iterations; saved the "
+                    f"model learned so far to {model}"], err
     loaded = stc.load(model)
     assert loaded.interrupted_ is True
     assert 1 <= loaded.n_iter_ < 1000 and loaded.objective_.shape == (loaded.n_iter_,)
     status, out, _ = run(["info", model], capsys)
     assert status == EXIT_OK and f"fit: {loaded.n_iter_} iterations" in out
     assert "interrupted: yes" in out
+
+
+# Runs a command, but first announces on stderr when it starts importing scikit-learn
+# and waits there: a Ctrl-C sent then arrives while the command's modules load.
+PAUSE_AT_SKLEARN = """
+import runpy, sys, time
+
+class PauseAtSklearn:
+    def find_spec(self, name, path=None, target=None):
+        if name == "sklearn":
+            sys.meta_path.remove(self)
+            print("importing sklearn", file=sys.stderr, flush=True)
+            time.sleep(120)
+        return None
+
+sys.meta_path.insert(0, PauseAtSklearn())
+sys.argv = sys.argv[1:]
+runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("command, message", [
+    (["stc.cli", "fit", "{data}", "-o", "{model}"], "stc fit: interrupted"),
+    (["stc.cli", "transform", "{model}", "{data}", "-o", "{codes}"], "stc transform: interrupted"),
+    (["stc"], "python -m stc: interrupted"),
+])
+def test_ctrl_c_while_modules_load_is_one_line(tmp_path, svmlight_dir, stc_model, command,
+                                               message):
+    """`python -m stc.cli CMD` and `python -m stc` interrupted during their first seconds
+    (loading scikit-learn): one line, exit status 130, nothing written."""
+    names = {"data": svmlight_dir / "train.svm", "model": stc_model,
+             "codes": tmp_path / "codes.npz"}
+    if command[1:2] == ["fit"]:
+        names["model"] = tmp_path / "new.model"
+    argv = [part.format(**names) for part in command]
+    process = subprocess.Popen([sys.executable, "-c", PAUSE_AT_SKLEARN, *argv],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr.readline() == "importing sklearn\n"
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert (process.returncode, out, err) == (EXIT_INTERRUPTED, "", message + "\n")
+    assert not (tmp_path / "new.model").exists() and not (tmp_path / "codes.npz").exists()
 
 
 # ---- report

@@ -91,6 +91,16 @@ def _document_frequency(text):
     return value
 
 
+def _encoding(text):
+    import codecs
+
+    try:
+        codecs.lookup(text)
+    except LookupError:
+        raise argparse.ArgumentTypeError(f"unknown encoding {text!r}") from None
+    return text
+
+
 def _n_jobs(text):
     value = _number(int)(text)
     if value == 0 or value < -1:
@@ -168,7 +178,7 @@ def _add_data_options(parser, for_fit):
     group.add_argument("--one-based", action="store_true",
                        help="SVMlight term indices start at 1, as in LibSVM "
                             "(default: off, they start at 0)")
-    group.add_argument("--encoding",
+    group.add_argument("--encoding", type=_encoding,
                        help="encoding of text files (default: " +
                             ("utf-8)" if for_fit else "the one the model was fitted with)"))
     group.add_argument("--decode-error", choices=("strict", "replace", "ignore"),
@@ -405,7 +415,7 @@ def _load_model(path):
 def _read_data(args, model=None):
     import numpy as np
 
-    from stc.io import load_corpus
+    from stc.io import UndecodableTextError, load_corpus
 
     options = {}
     for name in ("encoding", "decode_error"):
@@ -415,9 +425,12 @@ def _read_data(args, model=None):
         options.update(stop_words=args.stop_words, min_df=args.min_df, max_df=args.max_df,
                        lowercase=args.lowercase, token_pattern=args.token_pattern)
     start = time.perf_counter()
-    corpus = load_corpus(args.data, format=args.format, vocabulary=args.vocabulary,
-                         labels=args.labels, zero_based=not args.one_based, model=model,
-                         **options)
+    try:
+        corpus = load_corpus(args.data, format=args.format, vocabulary=args.vocabulary,
+                             labels=args.labels, zero_based=not args.one_based, model=model,
+                             **options)
+    except UndecodableTextError as exc:  # in the command's spelling, not Python's
+        raise CommandError(exc.advice("--encoding", "--decode-error replace")) from None
     X = corpus.data
     _say(args, f"read {args.data} ({corpus.format}): {X.shape[0]} documents, {X.shape[1]} "
                f"terms, {int(X.sum())} words"

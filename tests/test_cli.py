@@ -336,6 +336,33 @@ def test_missing_and_unreadable_inputs_name_the_file(tmp_path, stc_model, capsys
     _one_line_error(err, "prose.txt is neither")
 
 
+def test_undecodable_text_names_the_commands_options(tmp_path, text_dir, capsys):
+    """A text file not valid in the encoding: the message names --encoding and
+    --decode-error (the Python spelling is stc.io's), and either option reads it."""
+    root = tmp_path / "texts"
+    shutil.copytree(text_dir / "train", root)
+    bad = root / "sci.space" / "latin1.txt"
+    bad.write_bytes("caf\xe9 orbit".encode("latin-1"))
+    model = tmp_path / "m.model"
+    status, _, err = run(["fit", root, "-o", model, "-q", *FAST], capsys)
+    assert status == EXIT_ERROR and err == (
+        f"stc fit: error: {bad} is not valid utf-8 text (byte 3): give its encoding "
+        "(--encoding), or --decode-error replace to replace bad bytes\n")
+    assert "decode_error" not in err and not model.exists()
+    status, _, _ = run(["fit", root, "-o", model, "-q", "--decode-error", "replace", *FAST],
+                       capsys)
+    assert status == EXIT_OK
+    # a model fitted with the default (strict) reads new text the same way
+    status, _, _ = run(["fit", text_dir / "train", "-o", model, "-q", *FAST], capsys)
+    assert status == EXIT_OK
+    status, _, err = run(["evaluate", model, root, "-q"], capsys)
+    assert status == EXIT_ERROR and "(--encoding), or --decode-error replace" in err
+    status, _, _ = run(["evaluate", model, root, "-q", "--encoding", "latin-1"], capsys)
+    assert status == EXIT_OK
+    status, _, err = run(["evaluate", model, root, "--encoding", "latin-7"], capsys)
+    assert status == EXIT_USAGE and "argument --encoding: unknown encoding 'latin-7'" in err
+
+
 def test_damaged_model_files_are_refused_in_one_line(tmp_path, stc_model, capsys):
     content = stc_model.read_bytes()
     (tmp_path / "cut.model").write_bytes(content[: len(content) // 2])

@@ -335,9 +335,10 @@ def build_parser():
 
     evaluate = command("evaluate", "score the model on DATA",
                        "MedSTC: accuracy and confusion matrix on DATA's labelled documents. "
-                       "STC: the objective of coding DATA, its reconstruction loss, and "
-                       "the document-completion score (STC.score: every second word of "
-                       "each document held out, the rest coded, the held-out words' "
+                       "STC (no classifier: DATA's labels, if any, are not used): the "
+                       "objective of coding DATA, its reconstruction loss, its word-code "
+                       "zeros, and the document-completion score (STC.score: every second "
+                       "word of each document held out, the rest coded, the held-out words' "
                        "log-likelihood per token).")
     evaluate.add_argument("model", metavar="MODEL", help="model file written by stc fit")
     evaluate.add_argument("data", metavar="DATA", help=DATA_HELP)
@@ -633,6 +634,11 @@ def _run_evaluate(args):
         for name, row in zip(names, matrix):
             print(f"{name:<{width}}  " + "  ".join(f"{v:>{cell}}" for v in row))
         return EXIT_OK
+    if labels_of(corpus) is not None:  # e.g. every SVMlight file: say why there is no accuracy
+        _say(args, f"stc evaluate: {args.data} has labels, but an {type(model).__name__} model "
+                   "has no classifier to predict them; reporting the objective, held-out loss, "
+                   "word-code zeros and document-completion score (fit with --model medstc for "
+                   "accuracy)")
     objective = model.objective(X)
     loss, words, unknown, zeros = _held_out_loss(model, X)
     print(f"objective: {objective:.6g} ({objective / max(X.shape[0], 1):.6g} per document)")

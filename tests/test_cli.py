@@ -178,6 +178,24 @@ def test_evaluate_stc_gives_objective_held_out_loss_and_completion_score(stc_mod
     assert loss == pytest.approx(objective - penalties, rel=1e-5)
 
 
+def test_evaluate_stc_says_it_has_no_classifier_for_the_labels(stc_model, svmlight_dir,
+                                                                newsgroups, tmp_path, capsys):
+    data = svmlight_dir / "test.svm"  # SVMlight files carry labels
+    status, out, err = run(["evaluate", stc_model, data], capsys)
+    assert status == EXIT_OK and out.startswith("documents: ") and "accuracy" not in out
+    assert (f"stc evaluate: {data} has labels, but an STC model has no classifier to predict "
+            "them; reporting the objective, held-out loss, word-code zeros and "
+            "document-completion score (fit with --model medstc for accuracy)\n") in err
+    # no labels, nothing to say; and -q leaves only the results
+    unlabelled = tmp_path / "test.mtx"
+    scipy.io.mmwrite(unlabelled, newsgroups[1].data)
+    shutil.copy(svmlight_dir / "vocab.txt", tmp_path / "vocab.txt")
+    status, plain, err = run(["evaluate", stc_model, unlabelled], capsys)
+    assert status == EXIT_OK and "no classifier" not in err
+    status, quiet, err = run(["evaluate", stc_model, data, "-q"], capsys)
+    assert status == EXIT_OK and err == "" and quiet == out == plain
+
+
 def test_info_says_what_the_file_holds(stc_model, capsys):
     status, out, _ = run(["info", stc_model], capsys)
     assert status == EXIT_OK

@@ -1,17 +1,35 @@
 """Sparse Topical Coding (Zhu & Xing, UAI 2011): sparse non-negative codes for
 documents and words, learned by coordinate descent; MedSTC adds a max-margin
 classifier on the document codes."""
-from stc._core._openmp import openmp_enabled
-from stc._persistence import load
-from stc._report import report
-from stc._stc import STC
-from stc._validation import DataWarning
-from stc.supervised import MedSTC
-from stc.training import FitInterruptedWarning
-
 __all__ = ["DataWarning", "FitInterruptedWarning", "MedSTC", "STC", "openmp_enabled",
            "get_include", "load", "report"]
 __version__ = "0.1.0"
+
+# The public names are imported on first use (PEP 562), so that `import stc` (and the
+# `stc` command's quick answers) need not load scikit-learn and scipy.
+_PUBLIC = {"DataWarning": "stc._validation", "FitInterruptedWarning": "stc.training", "MedSTC": "stc.supervised",
+           "STC": "stc._stc", "openmp_enabled": "stc._core._openmp",
+           "load": "stc._persistence", "report": "stc._report"}
+# Submodules that `import stc` used to import, so that `stc.losses` etc. still work.
+_SUBMODULES = ("_core", "_persistence", "_report", "_stc", "_validation", "coding",
+               "completion", "dictionary", "distributed", "inspect", "losses", "online",
+               "supervised", "training")
+
+
+def __getattr__(name):
+    import importlib
+
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__) | set(_SUBMODULES))
 
 
 def get_include():

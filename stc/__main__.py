@@ -1,11 +1,7 @@
 """`python -m stc`: fit STC on the embedded 3-newsgroup corpus and show what it learned."""
 import argparse
+import sys
 import time
-
-import numpy as np
-
-from stc import STC, openmp_enabled
-from stc.datasets import load_newsgroups_split
 
 
 def main(argv=None):
@@ -16,6 +12,18 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=-1, help="threads (-1: all cores)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    try:  # the imports too: they take a few seconds
+        return _demo(args)
+    except KeyboardInterrupt:
+        print("python -m stc: interrupted", file=sys.stderr)
+        return 130  # 128 + SIGINT, as shells report Ctrl-C
+
+
+def _demo(args):
+    import numpy as np
+
+    from stc import STC, openmp_enabled
+    from stc.datasets import load_newsgroups_split
 
     train, test = load_newsgroups_split()
     print(f"embedded corpus: {train.data.shape[0]} train / {test.data.shape[0]} test documents, "

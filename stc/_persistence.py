@@ -27,7 +27,6 @@ import zipfile
 import zlib
 
 import numpy as np
-from sklearn.exceptions import NotFittedError
 
 FORMAT_NAME = "stc-model"
 FORMAT_VERSION = 1
@@ -199,6 +198,8 @@ def save_model(model, path, *, vocabulary=None, text_options=None):
     if classes.get(estimator) is not type(model):
         raise TypeError(f"save supports STC and MedSTC, not {type(model).__name__}")
     if not hasattr(model, "components_"):
+        from sklearn.exceptions import NotFittedError  # here: reading a file needs no sklearn
+
         raise NotFittedError(f"this {estimator} is not fitted yet: call fit before save")
     if vocabulary is None:
         vocabulary = getattr(model, VOCABULARY_ATTRIBUTE, None)

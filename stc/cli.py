@@ -8,20 +8,22 @@
 
 `build_parser` builds the whole argument parser (the documentation renders
 its help); `main` runs one command and returns the exit status.
+
+Only the standard library is imported up front: numpy, scipy, scikit-learn and the
+estimators are imported by the commands that use them, so that `stc --help`, `stc info`
+and `stc topics` answer at once, and Ctrl-C while they load is caught by `main`.
 """
 import argparse
 import contextlib
+import functools
 import importlib
 import importlib.util
 import json
+import math
 import os
 import sys
 import time
 import warnings
-
-import numpy as np
-import scipy.io
-import scipy.sparse as sp
 
 EXIT_OK = 0
 EXIT_ERROR = 1        # a bad file, bad data, or a failure while running
@@ -61,7 +63,7 @@ def _number(kind, low=None, low_inclusive=True, allow_none=False, words=()):
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f"expected {'an integer' if kind is int else 'a number'}, got {text!r}") from None
-        if kind is float and not np.isfinite(value):
+        if kind is float and not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
         if low is not None and (value < low or (value == low and not low_inclusive)):
             raise argparse.ArgumentTypeError(
@@ -89,6 +91,16 @@ def _document_frequency(text):
     return value
 
 
+def _encoding(text):
+    import codecs
+
+    try:
+        codecs.lookup(text)
+    except LookupError:
+        raise argparse.ArgumentTypeError(f"unknown encoding {text!r}") from None
+    return text
+
+
 def _n_jobs(text):
     value = _number(int)(text)
     if value == 0 or value < -1:
@@ -101,11 +113,40 @@ def _n_jobs(text):
 # The parser
 # ---------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=None)
+def _estimator_defaults(source, class_name):
+    """The defaults of an estimator's ``__init__``, read from its source file.
+
+    Importing the estimators loads scikit-learn, which takes seconds; the help texts
+    need only these literals (tests check them against ``get_params()``).
+    """
+    import ast
+
+    # the file itself: importing stc.supervised to find it would load scikit-learn
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), *source.split("/"))
+    with open(path, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read())
+    cls = next(node for node in tree.body
+               if isinstance(node, ast.ClassDef) and node.name == class_name)
+    init = next(node for node in cls.body
+                if isinstance(node, ast.FunctionDef) and node.name == "__init__").args
+    positional = init.args[len(init.args) - len(init.defaults):]
+    return {arg.arg: ast.literal_eval(value)
+            for arg, value in [*zip(positional, init.defaults),
+                               *zip(init.kwonlyargs, init.kw_defaults)]}
+
+
+def _stc_default(name):
+    return _estimator_defaults("_stc.py", "STC")[name]
+
+
+def _medstc_default(name):
+    return _estimator_defaults("supervised/medstc.py", "MedSTC")[name]
+
+
 def _default(name):
     """'default: ...' for an estimator parameter, from the estimators themselves."""
-    from stc import STC, MedSTC
-
-    ours, theirs = STC().get_params()[name], MedSTC().get_params()[name]
+    ours, theirs = _stc_default(name), _medstc_default(name)
     if ours == theirs:
         return f"default: {ours}"
     return f"default: {ours} for stc, {theirs} for medstc"
@@ -137,7 +178,7 @@ def _add_data_options(parser, for_fit):
     group.add_argument("--one-based", action="store_true",
                        help="SVMlight term indices start at 1, as in LibSVM "
                             "(default: off, they start at 0)")
-    group.add_argument("--encoding",
+    group.add_argument("--encoding", type=_encoding,
                        help="encoding of text files (default: " +
                             ("utf-8)" if for_fit else "the one the model was fitted with)"))
     group.add_argument("--decode-error", choices=("strict", "replace", "ignore"),
@@ -146,7 +187,7 @@ def _add_data_options(parser, for_fit):
                             ("strict)" if for_fit else "the model's setting)"))
     if not for_fit:
         return
-    from stc.io import TOKEN_PATTERN
+    from stc._text import TOKEN_PATTERN
 
     text = parser.add_argument_group("text options (a folder of text files)")
     text.add_argument("--stop-words", default="builtin", metavar="{builtin,none,FILE}",
@@ -234,12 +275,6 @@ def _add_model_options(parser):
                                               f"{_medstc_default('refit_C')})")
 
 
-def _medstc_default(name):
-    from stc import MedSTC
-
-    return MedSTC().get_params()[name]
-
-
 def _add_threads(parser):
     parser.add_argument("-j", "--n-jobs", type=_n_jobs, metavar="N",
                         help="threads, -1 for all cores; results do not depend on it "
@@ -300,9 +335,10 @@ def build_parser():
 
     evaluate = command("evaluate", "score the model on DATA",
                        "MedSTC: accuracy and confusion matrix on DATA's labelled documents. "
-                       "STC: the objective of coding DATA, its reconstruction loss, and "
-                       "the document-completion score (STC.score: every second word of "
-                       "each document held out, the rest coded, the held-out words' "
+                       "STC (no classifier: DATA's labels, if any, are not used): the "
+                       "objective of coding DATA, its reconstruction loss, its word-code "
+                       "zeros, and the document-completion score (STC.score: every second "
+                       "word of each document held out, the rest coded, the held-out words' "
                        "log-likelihood per token).")
     evaluate.add_argument("model", metavar="MODEL", help="model file written by stc fit")
     evaluate.add_argument("data", metavar="DATA", help=DATA_HELP)
@@ -378,7 +414,9 @@ def _load_model(path):
 
 
 def _read_data(args, model=None):
-    from stc.io import load_corpus
+    import numpy as np
+
+    from stc.io import UndecodableTextError, load_corpus
 
     options = {}
     for name in ("encoding", "decode_error"):
@@ -388,9 +426,12 @@ def _read_data(args, model=None):
         options.update(stop_words=args.stop_words, min_df=args.min_df, max_df=args.max_df,
                        lowercase=args.lowercase, token_pattern=args.token_pattern)
     start = time.perf_counter()
-    corpus = load_corpus(args.data, format=args.format, vocabulary=args.vocabulary,
-                         labels=args.labels, zero_based=not args.one_based, model=model,
-                         **options)
+    try:
+        corpus = load_corpus(args.data, format=args.format, vocabulary=args.vocabulary,
+                             labels=args.labels, zero_based=not args.one_based, model=model,
+                             **options)
+    except UndecodableTextError as exc:  # in the command's spelling, not Python's
+        raise CommandError(exc.advice("--encoding", "--decode-error replace")) from None
     X = corpus.data
     _say(args, f"read {args.data} ({corpus.format}): {X.shape[0]} documents, {X.shape[1]} "
                f"terms, {int(X.sum())} words"
@@ -494,11 +535,17 @@ def _run_topics(args):
 
 def _word_code_entries(X):
     """(document, term) of each row of the word codes: X's stored entries in CSR order."""
+    import numpy as np
+
     documents = np.repeat(np.arange(X.shape[0], dtype=np.int64), np.diff(X.indptr))
     return documents, X.indices.astype(np.int64)
 
 
 def _run_transform(args):
+    import numpy as np
+    import scipy.io
+    import scipy.sparse as sp
+
     extension = os.path.splitext(args.output)[1].lower()
     if extension not in (".npz", ".mtx"):
         raise CommandError(f"-o/--output: {args.output} must end in .npz or .mtx")
@@ -541,6 +588,8 @@ def _run_transform(args):
 
 def _held_out_loss(model, X):
     """Reconstruction loss of X's words with their codes, over terms the topics know."""
+    import numpy as np
+
     from stc.losses import get_loss
 
     codes = model.word_codes(X)
@@ -554,6 +603,7 @@ def _held_out_loss(model, X):
 
 
 def _run_evaluate(args):
+    import numpy as np
     from sklearn.metrics import confusion_matrix
 
     from stc import MedSTC
@@ -584,6 +634,11 @@ def _run_evaluate(args):
         for name, row in zip(names, matrix):
             print(f"{name:<{width}}  " + "  ".join(f"{v:>{cell}}" for v in row))
         return EXIT_OK
+    if labels_of(corpus) is not None:  # e.g. every SVMlight file: say why there is no accuracy
+        _say(args, f"stc evaluate: {args.data} has labels, but an {type(model).__name__} model "
+                   "has no classifier to predict them; reporting the objective, held-out loss, "
+                   "word-code zeros and document-completion score (fit with --model medstc for "
+                   "accuracy)")
     objective = model.objective(X)
     loss, words, unknown, zeros = _held_out_loss(model, X)
     print(f"objective: {objective:.6g} ({objective / max(X.shape[0], 1):.6g} per document)")
@@ -597,6 +652,8 @@ def _run_evaluate(args):
 
 def _completion_line(model, X):
     """The model's `score` on X (document completion), as one line of `evaluate`."""
+    import numpy as np
+
     from stc.losses import get_loss
 
     try:
@@ -705,24 +762,25 @@ def _warnings_as_lines(command):
 
 def main(argv=None):
     """Run the ``stc`` command with ``argv`` (default: sys.argv[1:]); return the exit status."""
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exit:  # --help, --version, or a usage error (already printed)
-        return exit.code if isinstance(exit.code, int) else EXIT_USAGE
-    try:
+    args = None
+    try:  # everything, the commands' imports included: Ctrl-C at any moment is one line
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exit:  # --help, --version, or a usage error (already printed)
+            return exit.code if isinstance(exit.code, int) else EXIT_USAGE
         with _warnings_as_lines(args.command):
             _import_modules(args.imports)
             return args.handler(args)
     except KeyboardInterrupt:
-        print(f"stc {args.command}: interrupted", file=sys.stderr)
+        print(f"stc{'' if args is None else ' ' + args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # e.g. `stc topics MODEL | head`: the reader left
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_ERROR
     except Exception as exc:
-        if args.debug:
+        if args is None or args.debug:  # before the arguments are read, a bug: show it
             raise
         print(f"stc {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR

@@ -33,8 +33,6 @@ top word must occur in ``X`` at least once.
 from numbers import Integral
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.exceptions import NotFittedError
 
 __all__ = [
     "average_document_codes",
@@ -59,6 +57,8 @@ COHERENCE_MEASURES = ("u_mass", "npmi")
 def _topics(model):
     topics = getattr(model, "components_", None)
     if topics is None:
+        from sklearn.exceptions import NotFittedError  # here: `stc topics` needs no sklearn
+
         raise NotFittedError(f"{type(model).__name__} is not fitted: call fit before "
                              f"inspecting it")
     return topics
@@ -88,6 +88,8 @@ def _vocabulary(model, vocabulary):
 
 def _count_matrix(model, X):
     """``X`` as a CSR matrix with as many columns as the model has terms."""
+    import scipy.sparse as sp
+
     n_features = _topics(model).shape[1]
     X = sp.csr_matrix(X, dtype=np.float64, copy=True)  # canonicalised below, in place
     if X.ndim != 2 or X.shape[1] != n_features:
@@ -212,6 +214,8 @@ def representative_words(X, y, vocabulary=None, n_per_class=3):
     -------
     list of str (or of int column indices if ``vocabulary`` is None)
     """
+    import scipy.sparse as sp
+
     X = sp.csr_matrix(X, dtype=np.float64)
     y = np.asarray(y)
     if y.shape != (X.shape[0],):

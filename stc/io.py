@@ -35,20 +35,18 @@ from sklearn.datasets import load_svmlight_file
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.utils import Bunch
 
+from stc._text import TOKEN_PATTERN
 from stc.datasets import stopwords as builtin_stopwords
 from stc.datasets._newsgroups import _as_counts, _read_vocabulary
 
 __all__ = [
-    "FORMATS", "TOKEN_PATTERN", "align_to_vocabulary", "detect_format", "iter_batches",
+    "FORMATS", "TOKEN_PATTERN", "UndecodableTextError", "align_to_vocabulary", "detect_format", "iter_batches",
     "iter_matrix_market_batches", "iter_svmlight_batches", "labels_of", "load_corpus", "read_labels", "read_matrix_market", "read_svmlight", "read_text_folder",
     "read_vocabulary", "resolve_stop_words",
 ]
 
 FORMATS = ("text", "svmlight", "matrix-market")
 
-# Words of two or more characters; an apostrophe inside a word keeps it whole, so
-# that the shipped stop words ("aren't", "can't") match the tokens of the text.
-TOKEN_PATTERN = r"(?u)\b\w[\w']*\w\b"
 
 # The file, next to a data file, that `load_corpus` reads as its vocabulary when
 # none is given (the layout of `stc.datasets.load_20newsgroups`).
@@ -489,14 +487,32 @@ def _list_text_folder(path):
     return filenames, np.asarray(target, dtype=np.int64), folders
 
 
+class UndecodableTextError(ValueError):
+    """A text file that is not valid in the ``encoding`` (first bad byte at ``byte``).
+
+    Its message says how to read the file anyway, in the Python spelling
+    (``encoding=``, ``decode_error=``); `advice` words it for another interface.
+    """
+
+    def __init__(self, filename, encoding, byte):
+        super().__init__(filename, encoding, byte)
+        self.filename, self.encoding, self.byte = filename, encoding, byte
+
+    def advice(self, encoding_option="encoding=...", replace_option="decode_error='replace'"):
+        return (f"{self.filename} is not valid {self.encoding} text (byte {self.byte}): give "
+                f"its encoding ({encoding_option}), or {replace_option} to replace bad bytes")
+
+    def __str__(self):
+        return self.advice()
+
+
 def _read_text(filename, encoding, decode_error):
     with open(filename, "rb") as handle:
         raw = handle.read()
     try:
         return raw.decode(encoding, errors=decode_error)
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{filename} is not valid {encoding} text (byte {exc.start}): give its "
-                         "encoding, or decode_error='replace' to replace bad bytes") from None
+        raise UndecodableTextError(filename, encoding, exc.start) from None
     except LookupError:
         raise ValueError(f"unknown encoding {encoding!r}") from None
 

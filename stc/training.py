@@ -139,22 +139,33 @@ class StopRequest:
         return False
 
 
-def remaining_iterations(objective, tol, max_iter):
-    """Estimated outer iterations left: from the geometric decay of the relative decrease.
+def remaining_iterations(objective, tol, max_iter, min_decreases=4):
+    """Estimated outer iterations left before ``relative_decrease_below(tol)`` stops the fit.
 
-    None until two decreases are known; never more than ``max_iter`` allows.
+    The relative decrease of the objective, taken to fall geometrically, c r^t at
+    iteration t, is fitted by least squares (log scale) to all the decreases so far
+    and extrapolated to ``tol``. Fitted to the last two or few decreases instead, the
+    rate jumps about with their noise. None ("?") until ``min_decreases`` decreases
+    are known, or while the last iteration did not decrease the objective; never more
+    than ``max_iter`` allows.
     """
-    left = max_iter - len(objective)
-    if len(objective) < 3 or left <= 0:
-        return None if left > 0 else 0
-    drops = [(objective[i - 1] - objective[i]) / max(abs(objective[i]), 1e-300)
-             for i in (-2, -1)]
-    if not (drops[1] > 0 and drops[0] > drops[1]):
+    left = max(max_iter - len(objective), 0)
+    if left == 0 or tol <= 0:  # tol 0: the fit runs to max_iter
         return left
-    if drops[1] <= tol:
+    values = np.asarray(objective, dtype=np.float64)
+    drops = (values[:-1] - values[1:]) / np.maximum(np.abs(values[1:]), 1e-300)
+    kept = drops > 0  # an increase (MedSTC's hinge can cause one) says nothing of the rate
+    if np.count_nonzero(kept) < min_decreases or not kept[-1]:
+        return None
+    if drops[-1] <= tol:
         return 0
-    rate = drops[1] / drops[0]
-    return min(left, math.ceil(math.log(tol / drops[1]) / math.log(rate)))
+    iteration = np.arange(2, len(objective) + 1)  # the one that made each decrease
+    slope, intercept = np.polyfit(iteration[kept], np.log(drops[kept]), 1)
+    if slope >= 0:
+        return None
+    # the first iteration t with c r^t <= tol, if it comes before max_iter
+    last = (math.log(tol) - intercept) / slope
+    return int(min(left, max(math.ceil(last) - len(objective), 1)))
 
 
 class ProgressPrinter:

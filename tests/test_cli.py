@@ -178,6 +178,24 @@ def test_evaluate_stc_gives_objective_held_out_loss_and_completion_score(stc_mod
     assert loss == pytest.approx(objective - penalties, rel=1e-5)
 
 
+def test_evaluate_stc_says_it_has_no_classifier_for_the_labels(stc_model, svmlight_dir,
+                                                                newsgroups, tmp_path, capsys):
+    data = svmlight_dir / "test.svm"  # SVMlight files carry labels
+    status, out, err = run(["evaluate", stc_model, data], capsys)
+    assert status == EXIT_OK and out.startswith("documents: ") and "accuracy" not in out
+    assert (f"stc evaluate: {data} has labels, but an STC model has no classifier to predict "
+            "them; reporting the objective, held-out loss, word-code zeros and "
+            "document-completion score (fit with --model medstc for accuracy)\n") in err
+    # no labels, nothing to say; and -q leaves only the results
+    unlabelled = tmp_path / "test.mtx"
+    scipy.io.mmwrite(unlabelled, newsgroups[1].data)
+    shutil.copy(svmlight_dir / "vocab.txt", tmp_path / "vocab.txt")
+    status, plain, err = run(["evaluate", stc_model, unlabelled], capsys)
+    assert status == EXIT_OK and "no classifier" not in err
+    status, quiet, err = run(["evaluate", stc_model, data, "-q"], capsys)
+    assert status == EXIT_OK and err == "" and quiet == out == plain
+
+
 def test_info_says_what_the_file_holds(stc_model, capsys):
     status, out, _ = run(["info", stc_model], capsys)
     assert status == EXIT_OK
@@ -336,6 +354,33 @@ def test_missing_and_unreadable_inputs_name_the_file(tmp_path, stc_model, capsys
     _one_line_error(err, "prose.txt is neither")
 
 
+def test_undecodable_text_names_the_commands_options(tmp_path, text_dir, capsys):
+    """A text file not valid in the encoding: the message names --encoding and
+    --decode-error (the Python spelling is stc.io's), and either option reads it."""
+    root = tmp_path / "texts"
+    shutil.copytree(text_dir / "train", root)
+    bad = root / "sci.space" / "latin1.txt"
+    bad.write_bytes("caf\xe9 orbit".encode("latin-1"))
+    model = tmp_path / "m.model"
+    status, _, err = run(["fit", root, "-o", model, "-q", *FAST], capsys)
+    assert status == EXIT_ERROR and err == (
+        f"stc fit: error: {bad} is not valid utf-8 text (byte 3): give its encoding "
+        "(--encoding), or --decode-error replace to replace bad bytes\n")
+    assert "decode_error" not in err and not model.exists()
+    status, _, _ = run(["fit", root, "-o", model, "-q", "--decode-error", "replace", *FAST],
+                       capsys)
+    assert status == EXIT_OK
+    # a model fitted with the default (strict) reads new text the same way
+    status, _, _ = run(["fit", text_dir / "train", "-o", model, "-q", *FAST], capsys)
+    assert status == EXIT_OK
+    status, _, err = run(["evaluate", model, root, "-q"], capsys)
+    assert status == EXIT_ERROR and "(--encoding), or --decode-error replace" in err
+    status, _, _ = run(["evaluate", model, root, "-q", "--encoding", "latin-1"], capsys)
+    assert status == EXIT_OK
+    status, _, err = run(["evaluate", model, root, "--encoding", "latin-7"], capsys)
+    assert status == EXIT_USAGE and "argument --encoding: unknown encoding 'latin-7'" in err
+
+
 def test_damaged_model_files_are_refused_in_one_line(tmp_path, stc_model, capsys):
     content = stc_model.read_bytes()
     (tmp_path / "cut.model").write_bytes(content[: len(content) // 2])
@@ -406,6 +451,52 @@ def test_help_states_the_estimators_defaults(capsys):
     assert "penalty on document codes (default: l1 for stc, l2 for medstc)" in text
 
 
+def test_help_reads_the_defaults_the_estimators_have():
+    """The help reads the defaults from the estimators' source (no import): the same values."""
+    from stc.cli import _estimator_defaults
+
+    assert _estimator_defaults("_stc.py", "STC") == STC().get_params()
+    assert _estimator_defaults("supervised/medstc.py", "MedSTC") == MedSTC().get_params()
+
+
+HEAVY = {"sklearn", "scipy", "matplotlib", "dask"}
+
+LOADED_AFTER = """
+import contextlib, io, json, sys
+loaded = lambda: sorted({{m.split(".")[0] for m in sys.modules}} & {heavy!r})
+seen = {{}}
+import stc
+seen["import stc"] = loaded()
+import stc.cli
+seen["import stc.cli"] = loaded()
+for argv in {argvs!r}:
+    with contextlib.redirect_stdout(io.StringIO()):
+        status = stc.cli.main(argv)
+    assert status == 0, (argv, status)
+    seen[" ".join(argv)] = loaded()
+from stc import *
+assert [name for name in stc.__all__ if name not in globals()] == []
+assert set(stc.__all__) <= set(dir(stc)) and {{"losses", "supervised"}} <= set(dir(stc))
+print(json.dumps(seen))
+"""
+
+
+def test_help_info_and_topics_load_no_heavy_module(stc_model):
+    """`stc --help`, `info` and `topics` answer without scikit-learn, scipy, matplotlib or
+    dask (which take seconds to load); `from stc import *` still gives every public name."""
+    import json
+
+    argvs = [["--help"], ["fit", "--help"], ["info", str(stc_model)],
+             ["topics", str(stc_model)]]
+    result = subprocess.run([sys.executable, "-c",
+                             LOADED_AFTER.format(heavy=HEAVY, argvs=argvs)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout)
+    assert seen == {step: [] for step in ["import stc", "import stc.cli",
+                                          *(" ".join(argv) for argv in argvs)]}
+
+
 # ---- the installed console script
 
 def _console_script():
@@ -432,16 +523,65 @@ def test_ctrl_c_during_fit_saves_the_model_learned_so_far(tmp_path, svmlight_dir
         out, err = process.communicate(timeout=300)
     finally:
         process.kill()
-    err = "".join(seen) + err
     assert process.returncode == EXIT_INTERRUPTED, err
     assert out == ""
-    assert "interrupted after" in err and f"saved the model learned so far to {model}" in err
+    # after the Ctrl-C: progress lines, the fit's acknowledgement, then one closing line
+    said = [line for line in err.splitlines() if not line.startswith("iter")]
+    assert said == ["stc: interrupt received; stopping after this iteration (Ctrl-C again to "
+                    "abort)",
+                    f"stc fit: interrupted after {said[-1].split()[4]} iterations; saved the "
+                    f"model learned so far to {model}"], err
     loaded = stc.load(model)
     assert loaded.interrupted_ is True
     assert 1 <= loaded.n_iter_ < 1000 and loaded.objective_.shape == (loaded.n_iter_,)
     status, out, _ = run(["info", model], capsys)
     assert status == EXIT_OK and f"fit: {loaded.n_iter_} iterations" in out
     assert "interrupted: yes" in out
+
+
+# Runs a command, but first announces on stderr when it starts importing scikit-learn
+# and waits there: a Ctrl-C sent then arrives while the command's modules load.
+PAUSE_AT_SKLEARN = """
+import runpy, sys, time
+
+class PauseAtSklearn:
+    def find_spec(self, name, path=None, target=None):
+        if name == "sklearn":
+            sys.meta_path.remove(self)
+            print("importing sklearn", file=sys.stderr, flush=True)
+            time.sleep(120)
+        return None
+
+sys.meta_path.insert(0, PauseAtSklearn())
+sys.argv = sys.argv[1:]
+runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("command, message", [
+    (["stc.cli", "fit", "{data}", "-o", "{model}"], "stc fit: interrupted"),
+    (["stc.cli", "transform", "{model}", "{data}", "-o", "{codes}"], "stc transform: interrupted"),
+    (["stc"], "python -m stc: interrupted"),
+])
+def test_ctrl_c_while_modules_load_is_one_line(tmp_path, svmlight_dir, stc_model, command,
+                                               message):
+    """`python -m stc.cli CMD` and `python -m stc` interrupted during their first seconds
+    (loading scikit-learn): one line, exit status 130, nothing written."""
+    names = {"data": svmlight_dir / "train.svm", "model": stc_model,
+             "codes": tmp_path / "codes.npz"}
+    if command[1:2] == ["fit"]:
+        names["model"] = tmp_path / "new.model"
+    argv = [part.format(**names) for part in command]
+    process = subprocess.Popen([sys.executable, "-c", PAUSE_AT_SKLEARN, *argv],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr.readline() == "importing sklearn\n"
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert (process.returncode, out, err) == (EXIT_INTERRUPTED, "", message + "\n")
+    assert not (tmp_path / "new.model").exists() and not (tmp_path / "codes.npz").exists()
 
 
 # ---- report

@@ -332,19 +332,50 @@ def test_ctrl_c_stops_after_the_current_iteration_and_keeps_the_model():
     np.testing.assert_array_equal(model.objective_, full.objective_)
 
 
-def test_remaining_iterations_follow_a_geometric_decrease():
+def _objective_with_decreases(decreases, start=1e5):
+    """An objective path whose relative decreases (f[i-1] - f[i]) / f[i] are ``decreases``."""
+    objective = [start]
+    for drop in decreases:
+        objective.append(objective[-1] / (1 + drop))
+    return objective
+
+
+def test_remaining_iterations_extrapolate_a_geometric_decrease():
+    from stc.training import relative_decrease_below, remaining_iterations
+
+    # relative decrease 0.05 * 0.8^t at iteration t: the stopping rule (tol = 1e-4) stops
+    # at t = 28 (0.05 * 0.8^28 = 9.3e-5, 0.05 * 0.8^27 = 1.2e-4)
+    path = _objective_with_decreases([0.05 * 0.8 ** t for t in range(2, 100)])
+    converged = relative_decrease_below(1e-4)
+    stop = next(n for n in range(1, len(path)) if converged(path[:n]))
+    assert stop == 28
+    for n in (5, 10, 20, 27):
+        assert remaining_iterations(path[:n], tol=1e-4, max_iter=1000) == stop - n
+    assert remaining_iterations(path[:10], tol=1e-4, max_iter=15) == 5  # max_iter first
+    assert remaining_iterations(path[:stop], tol=1e-4, max_iter=1000) == 0
+    # with +-30 % noise on the decreases, once eleven are known the predicted last iteration
+    # stays within two of the true one (a rate from the last two decreases is off by up
+    # to 11 here, or not falling at all)
+    noise = np.random.default_rng(0).uniform(0.7, 1.3, size=100)
+    noisy = _objective_with_decreases([0.05 * 0.8 ** t * noise[t] for t in range(2, 100)])
+    stop = next(n for n in range(1, len(noisy)) if converged(noisy[:n]))
+    for n in range(12, stop):
+        assert abs(n + remaining_iterations(noisy[:n], tol=1e-4, max_iter=1000) - stop) <= 2
+
+
+def test_remaining_iterations_say_unknown_until_meaningful():
     from stc.training import remaining_iterations
 
-    # relative decreases shrink by half per iteration: 1e-2, 5e-3, ... reach 1e-4
-    objective, value = [], 1.0
-    for drop in [1e-1, 1e-2, 5e-3]:
-        value *= 1 - drop
-        objective.append(value)
-    objective.insert(0, objective[0] / (1 - 1e-1) * 1.0)
-    left = remaining_iterations(objective, tol=1e-4, max_iter=100)
-    assert left == pytest.approx(np.log2(5e-3 / 1e-4), abs=1.5)
-    assert remaining_iterations(objective, tol=1e-4, max_iter=len(objective) + 2) == 2
-    assert remaining_iterations(objective[:2], tol=1e-4, max_iter=100) is None
+    path = _objective_with_decreases([0.05 * 0.8 ** t for t in range(2, 20)])
+    assert remaining_iterations(path[:4], tol=1e-4, max_iter=100) is None  # 3 decreases
+    assert remaining_iterations(path[:5], tol=1e-4, max_iter=100) == 28 - 5
+    rising = path[:8] + [path[7] * 1.01]  # the last iteration increased the objective
+    assert remaining_iterations(rising, tol=1e-4, max_iter=100) is None
+    assert remaining_iterations(rising + [rising[-1] * 0.999], 1e-4, 100) is not None
+    flat = _objective_with_decreases([1e-2 * (1 + 0.1 * (t % 2)) for t in range(8)])
+    assert remaining_iterations(flat, tol=1e-4, max_iter=100) is None  # not falling
+    assert remaining_iterations(path[:3], tol=0, max_iter=100) == 97  # runs to max_iter
+    assert remaining_iterations(path[:12], tol=1e-4, max_iter=12) == 0
 
 
 def test_feature_names_and_set_output_fit_a_pipeline():

@@ -170,8 +170,13 @@ def test_text_folder_layout_and_encoding_errors_name_the_file(tmp_path):
         stc.io.read_text_folder(root)
     (root / "stray.txt").unlink()
     (root / "space" / "latin1.txt").write_bytes("caf\xe9 orbit".encode("latin-1"))
-    with pytest.raises(ValueError, match="latin1.txt is not valid utf-8"):
+    with pytest.raises(stc.io.UndecodableTextError) as caught:
         stc.io.read_text_folder(root)
+    # the Python spelling of the options that read it anyway
+    assert str(caught.value) == (f"{root / 'space' / 'latin1.txt'} is not valid utf-8 text "
+                                 "(byte 3): give its encoding (encoding=...), or "
+                                 "decode_error='replace' to replace bad bytes")
+    assert isinstance(caught.value, ValueError)
     corpus = stc.io.read_text_folder(root, encoding="latin-1")
     assert "café" in corpus.vocabulary
     assert "orbit" in stc.io.read_text_folder(root, decode_error="replace").vocabulary

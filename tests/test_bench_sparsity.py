@@ -1,9 +1,10 @@
 """The sparsity benchmark's --quick mode: the whole pipeline, its cache and its report."""
-from conftest import load_benchmark, optional
+from conftest import brief_fit, load_benchmark, optional
 
 optional("matplotlib")
 
 
+@brief_fit
 def test_quick_run_measures_caches_and_reports(tmp_path):
     bench = load_benchmark("bench_sparsity.py")
     argv = ["--quick", "--threads", "1", "--cache", str(tmp_path / "cache"),

@@ -21,8 +21,10 @@ import stc.losses
 from stc import STC, MedSTC
 from stc.cli import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, build_parser, main
 
+from conftest import brief_fit
+
 # The fits here are kept small and stop at max_iter on purpose.
-pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+pytestmark = brief_fit
 
 FAST = ["-k", "3", "--max-iter", "4", "--random-state", "0"]
 

@@ -23,7 +23,7 @@ import stc
 import stc.datasets
 import stc.losses
 
-from conftest import MissingHessian
+from conftest import MissingHessian, brief_fit
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "docs" / "examples"
@@ -228,6 +228,7 @@ def test_compiled_loss_matches_python_loss_pointwise(compiled_module, python_los
 
 
 @needs_compiler
+@brief_fit
 def test_compiled_and_python_transform_agree(compiled_module, python_loss, small_corpus):
     X, model = small_corpus
     X = X[::2]  # 30 documents from the three groups
@@ -260,6 +261,7 @@ def test_compiled_poisson_newton_matches_builtin_closed_form(compiled_module, sm
 
 
 @needs_compiler
+@brief_fit
 def test_compiled_loss_registers_and_fits(compiled_module, small_corpus):
     X, _ = small_corpus
     stc.losses.register("pseudo_huber_compiled", compiled_module.PseudoHuberLoss)
@@ -308,6 +310,7 @@ def compiled_example_run(compiled_module):
 
 
 @needs_compiler
+@brief_fit
 def test_compiled_example_runs(compiled_example_run):
     model, output = compiled_example_run
     lines = output.strip().splitlines()

@@ -17,6 +17,8 @@ from stc.datasets import load_newsgroups
 from stc.dictionary import CorpusLayout, dictionary_loss, simplex_multiplier, update_dictionary
 from stc.losses import BernoulliLoss, GaussianLoss, PoissonLoss
 
+from conftest import brief_fit
+
 # ---------------------------------------------------------------------------
 # update_dictionary
 # ---------------------------------------------------------------------------
@@ -317,6 +319,7 @@ def count_matrix(seed, n_docs=60, n_features=40):
     for loss in ("poisson", "gaussian", "bernoulli")
     for tp, cp in (("l2", "l1"), ("l1", "l2"), ("l2", "l2"), ("l1", "l1"))
 ])
+@brief_fit
 def test_fit_objective_never_increases_small_data(loss, theta_penalty, code_penalty):
     X = count_matrix(0)
     if loss == "bernoulli":
@@ -329,6 +332,7 @@ def test_fit_objective_never_increases_small_data(loss, theta_penalty, code_pena
     assert np.all(np.diff(objective) <= 1e-12 * np.abs(objective[:-1])), np.diff(objective)
     assert_on_simplex(model.components_)
 
+@brief_fit
 def test_fit_objective_never_increases_newsgroups():
     X = load_newsgroups("train").data[:300]
     model = stc.STC(n_topics=10, max_iter=15, tol=0, random_state=0).fit(X)

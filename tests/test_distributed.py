@@ -4,6 +4,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
 
 from stc import STC
 
@@ -20,6 +21,8 @@ PAPER = dict(rho=0.01, rho_units="absolute", theta_penalty="l2")
 @pytest.fixture(scope="module")
 def client():
     with warnings.catch_warnings():
+        # starting a cluster, distributed warns of what it finds on this machine (e.g.
+        # "Port 8787 is already in use" while another cluster runs, an unclosed socket)
         warnings.simplefilter("ignore")
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                            dashboard_address=None)
@@ -41,7 +44,8 @@ def test_batch_fit_matches_the_single_machine_fit(client, newsgroups):
     X = train.data[:600]
     params = dict(n_topics=4, max_iter=5, random_state=0, **PAPER)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # max_iter is small on purpose
+        # max_iter is small on purpose
+        warnings.filterwarnings("ignore", "STC stopped at max_iter=", ConvergenceWarning)
         local = STC(**params).fit(X)
         spread = STC(**params).fit(dask_rows(X, 250))
     assert spread.n_iter_ == local.n_iter_
@@ -125,6 +129,8 @@ def test_online_fit_with_workers_in_their_own_processes(newsgroups):
     params = dict(n_topics=3, random_state=0, learning_method="online", batch_size=100,
                   n_passes=1, **PAPER)
     with warnings.catch_warnings():
+        # starting a cluster, distributed warns of what it finds on this machine (e.g.
+        # "Port 8787 is already in use" while another cluster runs, an unclosed socket)
         warnings.simplefilter("ignore")
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                            dashboard_address=None)
@@ -146,7 +152,8 @@ def test_the_defaults_on_the_cluster(client, newsgroups):
     w_bar = float(X.sum() / X.nnz)
     assert STC().get_params()["rho_units"] == "relative"
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # max_iter is small on purpose
+        # max_iter is small on purpose
+        warnings.filterwarnings("ignore", "STC stopped at max_iter=", ConvergenceWarning)
         local = STC(n_topics=4, max_iter=5, random_state=0).fit(X)
         spread = STC(n_topics=4, max_iter=5, random_state=0).fit(dask_rows(X, 250))
     assert spread.count_scale_ == pytest.approx(w_bar, rel=1e-14)

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import brief_fit
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted((ROOT / "docs").glob("*.md"))
 # languages of blocks that are not run: shell sessions, Cython, program output, and the
@@ -111,6 +113,7 @@ def run_python_blocks(page, tmp_path, monkeypatch):
 @pytest.mark.parametrize("page", [p for p in PAGES if any(
     language == "python" and not marker for language, _, _, marker in code_blocks(p))],
     ids=lambda page: page.name)
+@brief_fit
 def test_python_examples_run(page, tmp_path, monkeypatch):
     assert run_python_blocks(page, tmp_path, monkeypatch) > 0
 

@@ -10,6 +10,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from stc import STC, MedSTC
 from stc.datasets import load_newsgroups_split
 
+from conftest import brief_fit
+
 
 def small_counts(n_docs=40, n_terms=30, seed=0):
     rng = np.random.default_rng(seed)
@@ -35,7 +37,12 @@ def test_defaults_are_the_knee_of_the_measured_frontier():
     assert MedSTC().get_params() == {name: p.default for name, p in theirs.items()}
 
 
+# The checks fit briefly, and on their generic data (normal draws shifted to be
+# non-negative, not counts) partial_fit leaves a few documents at the sweep cap.
 @parametrize_with_checks([STC(n_topics=3, max_iter=5, random_state=0)])
+@brief_fit
+@pytest.mark.filterwarnings(
+    r"ignore:\d+ documents stopped at inner_max_iter=:sklearn.exceptions.ConvergenceWarning")
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
@@ -76,6 +83,7 @@ def test_wrong_parameter_types_are_refused():
         STC(loss=3).fit(small_counts())
 
 
+@brief_fit
 def test_vocabulary_size_must_match_at_transform():
     model = STC(n_topics=2, max_iter=3, random_state=0).fit(small_counts(n_terms=30))
     with pytest.raises(ValueError, match="features"):
@@ -87,12 +95,14 @@ def test_bernoulli_refuses_counts_above_one():
         STC(n_topics=2, loss="bernoulli").fit(small_counts() * 3)
 
 
+@brief_fit
 def test_poisson_accepts_non_integer_counts():
     X = small_counts() * 0.37
     theta = STC(n_topics=2, max_iter=3, random_state=0).fit_transform(X)
     assert np.all(np.isfinite(theta))
 
 
+@brief_fit
 def test_empty_documents_get_zero_codes():
     X = small_counts().tolil()
     X[3, :] = 0
@@ -105,6 +115,7 @@ def test_empty_documents_get_zero_codes():
     assert np.isfinite(model.score(X))
 
 
+@brief_fit
 def test_unseen_terms_are_ignored_at_transform():
     X = small_counts().tolil()
     X[:, 5] = 0  # term 5 never occurs in training
@@ -118,6 +129,7 @@ def test_unseen_terms_are_ignored_at_transform():
     assert np.all(np.isfinite(model.transform(Y)))
 
 
+@brief_fit
 def test_fitted_attributes_and_topics_on_simplex():
     X = small_counts()
     model = STC(n_topics=4, max_iter=10, random_state=0).fit(X)
@@ -130,6 +142,7 @@ def test_fitted_attributes_and_topics_on_simplex():
 
 
 @pytest.mark.parametrize("theta_penalty", ["l2", "l1"])
+@brief_fit
 def test_word_codes_follow_csr_order(theta_penalty):
     X = small_counts()
     model = STC(n_topics=3, max_iter=5, random_state=0, theta_penalty=theta_penalty).fit(X)
@@ -151,6 +164,7 @@ def test_word_codes_follow_csr_order(theta_penalty):
         np.testing.assert_allclose(theta[d], expected, rtol=1e-12, atol=1e-14)
 
 
+@brief_fit
 def test_fit_transform_and_score_are_consistent():
     X = small_counts()
     model = STC(n_topics=3, max_iter=5, random_state=0)
@@ -159,6 +173,7 @@ def test_fit_transform_and_score_are_consistent():
     assert model.score(X) < 0
 
 
+@brief_fit
 def test_same_seed_identical_for_one_and_two_threads():
     train, test = load_newsgroups_split()
     X, Y = train.data[:300], test.data[:100]
@@ -169,6 +184,7 @@ def test_same_seed_identical_for_one_and_two_threads():
     np.testing.assert_array_equal(one.transform(Y), two.transform(Y))
 
 
+@brief_fit
 def test_pickle_round_trip_gives_identical_transform():
     X = small_counts()
     model = STC(n_topics=3, max_iter=5, random_state=0).fit(X)
@@ -176,6 +192,7 @@ def test_pickle_round_trip_gives_identical_transform():
     np.testing.assert_array_equal(model.transform(X), clone.transform(X))
 
 
+@brief_fit
 def test_topics_stay_distinct_on_real_data():
     """The uniform start of the reference code collapses all topics into one;
     ours must learn topics that differ (low cosine similarity, few shared top words)."""
@@ -199,6 +216,7 @@ def test_topics_stay_distinct_on_real_data():
     assert accuracy > 0.7, accuracy
 
 
+@brief_fit
 def test_top_words_checks_vocabulary_length():
     model = STC(n_topics=2, max_iter=2, random_state=0).fit(small_counts(n_terms=30))
     with pytest.raises(ValueError, match="vocabulary"):
@@ -270,6 +288,7 @@ def test_stopping_at_max_iter_warns_and_converging_does_not():
     assert model.n_iter_ < 500
 
 
+@brief_fit
 def test_documents_at_the_sweep_cap_warn():
     from sklearn.exceptions import ConvergenceWarning
 
@@ -278,6 +297,7 @@ def test_documents_at_the_sweep_cap_warn():
             small_counts())
 
 
+@brief_fit
 def test_verbose_prints_progress_to_stderr(capsys):
     STC(n_topics=2, max_iter=3, tol=0, random_state=0, verbose=1).fit(small_counts())
     out, err = capsys.readouterr()
@@ -287,6 +307,7 @@ def test_verbose_prints_progress_to_stderr(capsys):
     assert lines[-1].startswith("iter   3/3")
 
 
+@brief_fit
 def test_ctrl_c_stops_after_the_current_iteration_and_keeps_the_model():
     """SIGINT during fit: the iteration under way completes, then the fit stops with a
     warning; the model is fitted (topics on the simplex, codes usable)."""
@@ -378,6 +399,7 @@ def test_remaining_iterations_say_unknown_until_meaningful():
     assert remaining_iterations(path[:12], tol=1e-4, max_iter=12) == 0
 
 
+@brief_fit
 def test_feature_names_and_set_output_fit_a_pipeline():
     """Topic columns are named (stc0, stc1, ...); set_output and ColumnTransformer work."""
     from sklearn.compose import ColumnTransformer

@@ -237,6 +237,11 @@ def test_every_solver_returns_the_exact_minimiser(name):
     run()
 
 
+# A batch of one problem makes CompiledLoss._solve (stc/losses/_base.pyx) take writable
+# memoryviews of np.broadcast_arrays views of the scalar quad and lin, which numpy warns
+# about (DeprecationWarning) although nothing is written to them. Not the point here.
+@pytest.mark.filterwarnings(
+    "ignore:Numpy has detected that you .may be. writing to an array with:DeprecationWarning")
 @pytest.mark.parametrize("name", ["poisson", "gaussian"])
 def test_closed_form_batch_equals_one_at_a_time(name):
     """The kernel's batch loop (extreme inputs handed on afterwards) agrees with the scalar path."""

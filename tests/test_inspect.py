@@ -8,7 +8,7 @@ from stc import STC
 from stc import inspect as stc_inspect
 from stc.datasets import load_newsgroups_split
 
-from conftest import optional
+from conftest import brief_fit, optional
 
 
 
@@ -25,6 +25,7 @@ def model(corpus):
     return STC(n_topics=6, max_iter=10, random_state=0).fit(X)
 
 
+@brief_fit
 def test_top_words_are_the_heaviest_terms_with_their_weights(model, corpus):
     _, _, vocabulary = corpus
     pairs = stc_inspect.top_words(model, vocabulary, n=7)
@@ -239,6 +240,9 @@ def test_pyldavis_data_leave_out_documents_without_a_distribution():
         stc_inspect.pyldavis_data(model, X)
 
 
+# pyLDAvis takes the log of the topic-term distributions, and STC's topics are
+# sparse (exact zeros): numpy warns of log(0) inside pyLDAvis/pandas. Third-party.
+@pytest.mark.filterwarnings("ignore:divide by zero encountered in log:RuntimeWarning")
 def test_pyldavis_prepare_accepts_the_data(model, corpus):
     optional("pyLDAvis")
     X, _, vocabulary = corpus

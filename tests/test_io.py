@@ -13,8 +13,10 @@ import stc.io
 from stc import STC
 from stc.datasets import stopwords
 
+from conftest import brief_fit
+
 # The fits here are kept small and stop at max_iter on purpose.
-pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+pytestmark = brief_fit
 
 TEXTS = {
     "space": ["The shuttle's orbit and the launch of the rocket.",

@@ -17,6 +17,8 @@ from stc.supervised.medstc import (ShiftedMeanCodingStep, SVMStep, medstc_object
 from stc.supervised.svm import primal_objective
 from stc.training import TrainingState
 
+from conftest import brief_fit
+
 
 def as_csr(X):
     """CSR with sorted int32 indices, as the estimators pass it to the kernels."""
@@ -36,6 +38,7 @@ def corpus():
     return train.data[tr], train.target[tr], test.data[te], test.target[te]
 
 
+@brief_fit
 def test_fit_predict_with_string_labels(corpus):
     X, y, Xt, yt = corpus
     names = np.array(["graphics", "hockey", "space"])[y]
@@ -48,6 +51,7 @@ def test_fit_predict_with_string_labels(corpus):
     assert model.score(Xt, np.array(["graphics", "hockey", "space"])[yt]) > 0.6
 
 
+@brief_fit
 def test_non_contiguous_integer_labels_and_two_classes(corpus):
     X, y, Xt, yt = corpus
     keep = y < 2
@@ -56,6 +60,7 @@ def test_non_contiguous_integer_labels_and_two_classes(corpus):
     assert set(model.predict(Xt)) <= {7, 42}
 
 
+@brief_fit
 def test_objective_4_never_increases_and_is_recorded(corpus):
     X, y, _, _ = corpus
     model = MedSTC(n_topics=6, C=10.0, max_iter=8, tol=0, random_state=0).fit(X, y)
@@ -64,6 +69,7 @@ def test_objective_4_never_increases_and_is_recorded(corpus):
     assert np.all(rises <= 1e-9), rises
 
 
+@brief_fit
 def test_shift_enters_theta_closed_form_through_the_kernel(corpus):
     """With a linear term b_d, theta is the footnote-3 (l2) / eq.-3 (l1) form of the shifted mean."""
     X, y, _, _ = corpus
@@ -144,6 +150,7 @@ def test_segment_objectives_match_the_objective_at_formed_codes(corpus):
     assert np.all(means[~moved_entries] == -1.0)
 
 
+@brief_fit
 def test_objective_4_never_increases_with_a_pure_python_loss(corpus):
     """The safeguard's numpy path (pure-Python loss) keeps objective (4) monotone too."""
     from conftest import NumpyPoisson
@@ -156,6 +163,7 @@ def test_objective_4_never_increases_with_a_pure_python_loss(corpus):
     assert model.objective_[-1] < model.objective_[0]
 
 
+@brief_fit
 def test_refit_C_is_the_svm_on_label_free_training_codes(corpus):
     """The final step refits eta on transform(X) (codes without labels), nothing else."""
     from stc.supervised import CuttingPlaneSVM
@@ -182,6 +190,7 @@ def test_refit_C_is_the_svm_on_label_free_training_codes(corpus):
         primal_objective(refit.joint_coef_, theta, y, 1e5, joint.cost) + gap
 
 
+@brief_fit
 def test_auto_refit_C_follows_the_scale_of_the_codes(corpus):
     """refit_C="auto": C = REFIT_C_SCALE / mean_d ||theta_d||^2 of the label-free training codes.
 
@@ -232,6 +241,7 @@ def test_rejected_documents_back_off_exponentially():
     assert step.documents_to_code(coded_at[-1] + 10)[0]
 
 
+@brief_fit
 def test_skipped_documents_are_left_untouched_by_the_coding_step(corpus):
     """A document sitting out (back-off) keeps its codes; the others are coded with the
     shifted mean, and the step's objective terms match objective (4) at the new codes."""
@@ -268,6 +278,7 @@ def test_skipped_documents_are_left_untouched_by_the_coding_step(corpus):
     assert terms + recon + svm_block == pytest.approx(objective_4, rel=1e-12)
 
 
+@brief_fit
 def test_recorded_objective_is_objective_4(corpus):
     """objective_ holds (4) at the fitted topics, codes and classifier of each iteration:
     checked at the last one by recomputing it from scratch on a loop run to completion."""
@@ -283,6 +294,7 @@ def test_recorded_objective_is_objective_4(corpus):
     assert model.objective_[0] == pytest.approx(value, rel=1e-10)
 
 
+@brief_fit
 def test_l1_theta_penalty_with_a_large_C_stays_finite_and_monotone(corpus):
     """With the l1 penalty on theta, the linearised hinge can make a document's coding
     problem unbounded (its codes run off); the safeguard must reject such codes, so

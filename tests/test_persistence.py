@@ -15,9 +15,11 @@ import stc.losses
 from stc import STC, MedSTC
 from stc._persistence import FORMAT_VERSION, METADATA_MEMBER, ModelFileError
 
+from conftest import brief_fit
+
 
 # The fits here are kept small and stop at max_iter on purpose.
-pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+pytestmark = brief_fit
 
 @pytest.fixture(scope="module")
 def fitted_stc(newsgroups):

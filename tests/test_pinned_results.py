@@ -31,6 +31,8 @@ import scipy.sparse as sp
 
 from stc import STC, MedSTC
 
+from conftest import brief_fit
+
 # The paper's parameterisation, the defaults before they moved to the frontier's knee.
 PAPER_STC = dict(rho=0.01, rho_units="absolute", theta_penalty="l2")
 PAPER_MEDSTC = dict(rho=0.01, rho_units="absolute")
@@ -123,7 +125,7 @@ def test_two_pins_are_the_old_default_fits_at_the_papers_parameters(name, estima
     assert {key: params[key] for key in paper} == paper
 
 
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@brief_fit
 @pytest.mark.parametrize("name", sorted(PINS))
 def test_fit_is_bit_identical_to_the_pinned_run(name, newsgroups, numpy_poisson):
     train, test = newsgroups

@@ -9,7 +9,7 @@ from stc import MedSTC, STC
 from stc import inspect as stc_inspect
 from stc.datasets import load_newsgroups_split
 
-from conftest import optional
+from conftest import brief_fit, optional
 
 
 
@@ -39,6 +39,7 @@ def _png_size(path):
     return int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
 
 
+@brief_fit
 def test_top_words_grid_draws_each_topics_weights(plotting, model, data, tmp_path):
     _, _, _, _, train = data
     coherence = np.arange(5) / 10.0

@@ -25,7 +25,7 @@ from stc import MedSTC, STC
 from stc import inspect as stc_inspect
 from stc.datasets import load_newsgroups_split
 
-from conftest import optional
+from conftest import brief_fit, optional
 
 IN_CI = os.environ.get("CI") == "true"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -87,6 +87,7 @@ def parse(path):
     return parts
 
 
+@brief_fit
 def test_page_is_self_contained(stc_page):
     _, path = stc_page
     parts = parse(path)

@@ -17,6 +17,8 @@ from sklearn.model_selection import GridSearchCV, KFold
 from stc import STC, MedSTC
 from stc.completion import BACKGROUND_WEIGHT, split_entries
 
+from conftest import brief_fit
+
 
 def alternate_halves(X):
     """Observed and held-out halves, built entry by entry (an independent reference)."""
@@ -37,6 +39,7 @@ def small(newsgroups):
     return model, test.data[::5]
 
 
+@brief_fit
 def test_split_alternates_the_entries_of_each_document(small):
     _, X = small
     observed, held_out = split_entries(X)
@@ -65,6 +68,7 @@ def test_score_is_the_held_out_multinomial_log_likelihood(small):
     assert expected < 0
 
 
+@brief_fit
 def test_term_counts_are_the_training_column_sums(newsgroups):
     train, _ = newsgroups
     X = train.data[:200]
@@ -76,6 +80,7 @@ def test_term_counts_are_the_training_column_sums(newsgroups):
     np.testing.assert_allclose(online.term_counts_, np.asarray(X.sum(axis=0)).ravel())
 
 
+@brief_fit
 def test_score_of_a_non_count_loss_is_minus_the_held_out_loss(newsgroups):
     train, test = newsgroups
     model = STC(n_topics=3, loss="gaussian", max_iter=3, random_state=0).fit(train.data[::8])
@@ -96,6 +101,7 @@ def test_score_does_not_depend_on_the_thread_count(small):
     assert one == two
 
 
+@brief_fit
 def test_grid_search_over_lambda_no_longer_picks_the_smallest(newsgroups):
     train, _ = newsgroups
     X = train.data[::6]
@@ -113,6 +119,7 @@ def test_grid_search_over_lambda_no_longer_picks_the_smallest(newsgroups):
     assert trap.best_params_["lambda_"] == 1e-3
 
 
+@brief_fit
 def test_medstc_scores_accuracy(newsgroups):
     train, test = newsgroups
     model = MedSTC(n_topics=3, max_iter=2, random_state=0).fit(train.data[::4],

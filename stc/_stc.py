@@ -13,7 +13,7 @@ from stc._validation import (N_JOBS, RANDOM_STATE, InstanceOf, Interval, NoneVal
                              check_training_corpus, validate_params, warn_dominant_count)
 from stc.coding import (CodingProblem, code_new_documents, initial_codes,
                         start_value_in_domain)
-from stc.completion import held_out_score, split_entries
+from stc.completion import check_scorable, held_out_score, split_entries
 from stc.dictionary import CorpusLayout, NonFiniteLossError
 from stc.distributed import is_dask_array
 from stc.losses import CompiledLoss, PythonLoss, get_loss
@@ -771,7 +771,9 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
           log 0, and a document whose codes are all zero gets u itself.
           exp(-score) is the held-out perplexity;
         * any other loss: minus the mean loss per held-out entry at the mean
-          theta_d . beta_n.
+          theta_d . beta_n; the Bernoulli loss has no held-out score
+          (``score_kind == "none"``; ValueError): its held-out entries, all 1
+          for binary data, would favour codes that predict 1 everywhere.
 
         Unlike `objective` (which contains the penalties and so always
         favours the smallest ``lambda_`` and ``rho``), the score compares
@@ -781,6 +783,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "components_")
         problem = self._coding_problem()
+        check_scorable(problem.loss)
         X = self._validate_X(X, reset=False, loss=problem.loss)
         if not hasattr(self, "term_counts_"):
             raise ValueError("this model has no term_counts_ (a model file written before "

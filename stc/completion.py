@@ -26,7 +26,11 @@ codes new documents, and the held-out half is scored under those codes:
   model. exp(-score) is the held-out perplexity;
 * for any other loss (``score_kind == "loss"``), minus the mean loss per
   held-out entry at the mean theta_d . beta_n (-inf if such a mean leaves the
-  loss's domain).
+  loss's domain);
+* a loss with ``score_kind == "none"`` (the Bernoulli loss) has no held-out
+  score (`check_scorable`): the held-out entries are stored ones, all 1 for
+  binary data, so minus their loss would favour codes that predict 1
+  everywhere.
 
 Higher is better in both cases, and the score compares models fitted with
 different hyper-parameters (it contains no penalty), which is what
@@ -76,8 +80,20 @@ def completion_probabilities(theta, beta, background, rows, terms):
     return (1.0 - BACKGROUND_WEIGHT) * topical + BACKGROUND_WEIGHT * background[terms]
 
 
+def check_scorable(loss):
+    """Refuse a loss that declares no held-out score (``score_kind == "none"``)."""
+    if loss.score_kind == "none":
+        raise ValueError(
+            f"score has no held-out score for the {loss.name} loss: document completion "
+            "holds out stored entries only, which are all 1 for binary data, so minus their "
+            "loss would favour codes that predict 1 everywhere. Compare such models with a "
+            "scorer of your own (e.g. GridSearchCV(scoring=...)) on data that holds out "
+            "zeros as well")
+
+
 def held_out_score(loss, beta, term_counts, theta, held_out):
     """The score of the module docstring, from the codes ``theta`` of the observed halves."""
+    check_scorable(loss)
     rows = np.repeat(np.arange(held_out.shape[0]), np.diff(held_out.indptr))
     terms = held_out.indices
     if loss.score_kind == "multinomial":

@@ -52,7 +52,8 @@ class CodingStep:
         result = code_documents(self.problem, state.X, state.beta, state.codes, state.theta,
                                 n_jobs=self.n_jobs)
         state.capped_documents = count_capped(result, self.problem)
-        return float(np.sum(result.objective) - np.sum(result.loss)), result.means
+        with np.errstate(invalid="ignore"):  # inf - inf: the dictionary step explains it
+            return float(np.sum(result.objective) - np.sum(result.loss)), result.means
 
 
 def count_capped(result, problem):

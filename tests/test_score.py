@@ -137,3 +137,19 @@ def test_score_refuses_what_it_cannot_score(small):
     del old.term_counts_
     with pytest.raises(ValueError, match="term_counts_"):
         old.score(X)
+
+
+@brief_fit
+def test_bernoulli_models_have_no_held_out_score():
+    """Held-out entries are stored ones (all 1 for binary data): minus their loss would
+    favour codes that predict 1 everywhere and was -inf at a mean of 0; score refuses."""
+    rng = np.random.default_rng(0)
+    X = sp.csr_matrix((rng.random((12, 15)) < 0.4).astype(float))
+    model = STC(n_topics=2, loss="bernoulli", max_iter=2, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="no held-out score for the bernoulli loss"):
+        model.score(X)
+    # a grid search on the default score says so too, not a silent -inf
+    search = GridSearchCV(STC(n_topics=2, loss="bernoulli", max_iter=2, random_state=0),
+                          {"lambda_": [0.1, 1.0]}, cv=KFold(2), error_score="raise")
+    with pytest.raises(ValueError, match="scorer of your own"):
+        search.fit(X)

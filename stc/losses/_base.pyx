@@ -330,8 +330,9 @@ cdef class CompiledLoss:
                                        for a in (y, b, mean_rest, quad, lin, x_start)])
         shape = arrays[0].shape
         flat = [np.ascontiguousarray(a).ravel() for a in arrays]
-        cdef double[::1] yv = flat[0], bv = flat[1], mv = flat[2]
-        cdef double[::1] qv = flat[3], lv = flat[4], xv = flat[5]
+        # const: a broadcast scalar's flattened view may be read-only
+        cdef const double[::1] yv = flat[0], bv = flat[1], mv = flat[2]
+        cdef const double[::1] qv = flat[3], lv = flat[4], xv = flat[5]
         out = np.empty(yv.shape[0], dtype=np.float64)
         cdef double[::1] ov = out
         cdef Py_ssize_t i

@@ -171,6 +171,10 @@ cdef class BernoulliLoss(CompiledLoss):
     """
 
     name = "bernoulli"
+    # STC.score holds out stored entries only: with binary data all of them are 1,
+    # so minus their loss would favour codes that predict 1 everywhere (and be
+    # -inf where a mean is 0). No held-out score, rather than a misleading one.
+    score_kind = "none"
 
     def check_data(self, values):
         if values.size and values.max() > 1.0:

@@ -17,6 +17,8 @@ import scipy.sparse as sp
 import stc.losses
 from stc import STC, DataWarning, MedSTC
 
+from conftest import brief_fit
+
 # The paper's parameterisation: rho is the weight of objective (2) as given, and theta
 # has the l2 penalty (these cases were written for it).
 PAPER = dict(rho_units="absolute", theta_penalty="l2")
@@ -134,6 +136,7 @@ def pseudo_huber_example():
     return module.PseudoHuberLoss()
 
 
+@brief_fit
 def test_medstc_python_loss_l1_theta_fits():
     """Fuzz finding: a pure-Python loss, theta_penalty="l1" (compiled losses fitted)."""
     X = np.random.default_rng(0).poisson(2.0, (8, 20)).astype(float)
@@ -168,6 +171,7 @@ def test_one_huge_count_names_the_users_rho():
         STC(n_topics=2, max_iter=5, random_state=0).fit(X)
 
 
+@brief_fit
 def test_one_dominant_count_warns():
     X = counts().toarray()
     X[0, 0] = 1e15
@@ -181,6 +185,7 @@ def test_one_dominant_count_warns():
         STC(n_topics=2, max_iter=2, random_state=0).fit(counts())
 
 
+@brief_fit
 def test_changed_fitted_arrays_are_refused():
     X, y = counts(), np.arange(30) % 2
     model = STC(n_topics=2, max_iter=2, random_state=0).fit(X)

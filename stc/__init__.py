@@ -10,6 +10,8 @@ from stc.training import FitInterruptedWarning
 
 __all__ = ["FitInterruptedWarning", "MedSTC", "STC", "openmp_enabled", "get_include", "load",
            "report"]
+# The one place of the version: the package metadata (pyproject.toml), `stc --version`,
+# model files and the documentation read it.
 __version__ = "0.1.0"
 
 

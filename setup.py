@@ -61,7 +61,10 @@ def _extension(module):
         module,
         [module.replace(".", "/") + ".pyx"],
         include_dirs=[np.get_include()],
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        # Built against numpy 2 (pyproject's build requirements), the modules run on every
+        # numpy from the target on: the oldest numpy of pyproject's `dependencies`.
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"),
+                       ("NPY_TARGET_VERSION", "NPY_1_24_API_VERSION")],
     )
 
 

@@ -3,12 +3,14 @@ documents and words, learned by coordinate descent; MedSTC adds a max-margin
 classifier on the document codes."""
 __all__ = ["DataWarning", "FitInterruptedWarning", "MedSTC", "STC", "openmp_enabled",
            "get_include", "load", "report"]
+# The one place of the version: the package metadata (pyproject.toml), `stc --version`,
+# model files and the documentation read it.
 __version__ = "0.1.0"
 
 # The public names are imported on first use (PEP 562), so that `import stc` (and the
 # `stc` command's quick answers) need not load scikit-learn and scipy.
-_PUBLIC = {"DataWarning": "stc._validation", "FitInterruptedWarning": "stc.training", "MedSTC": "stc.supervised",
-           "STC": "stc._stc", "openmp_enabled": "stc._core._openmp",
+_PUBLIC = {"DataWarning": "stc._validation", "FitInterruptedWarning": "stc.training",
+           "MedSTC": "stc.supervised", "STC": "stc._stc", "openmp_enabled": "stc._core._openmp",
            "load": "stc._persistence", "report": "stc._report"}
 # Submodules that `import stc` used to import, so that `stc.losses` etc. still work.
 _SUBMODULES = ("_core", "_persistence", "_report", "_stc", "_validation", "coding",

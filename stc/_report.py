@@ -116,7 +116,7 @@ def report(model, X, path, y=None, *, vocabulary=None, words=None, class_names=N
     the average document code of each class and, for a classifier such as
     `MedSTC`, its confusion matrix on ``(X, y)``.
 
-    Needs matplotlib (``pip install 'stc[plot]'``).
+    Needs matplotlib (``pip install 'sparse-topical-coding[plot]'``).
 
     Parameters
     ----------

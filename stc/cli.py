@@ -350,7 +350,7 @@ def build_parser():
                      "describing the model on DATA's documents: fit summary, each topic's top "
                      "words with their coherence, code sparsity, the codes of representative "
                      "words and, when DATA has labels, per-class codes (and MedSTC's confusion "
-                     "matrix). Needs matplotlib: pip install 'stc[plot]'.")
+                     "matrix). Needs matplotlib: pip install 'sparse-topical-coding[plot]'.")
     report.add_argument("model", metavar="MODEL", help="model file written by stc fit")
     report.add_argument("data", metavar="DATA", help=DATA_HELP)
     report.add_argument("-o", "--output", required=True, metavar="HTML",
@@ -681,7 +681,7 @@ def _run_report(args):
         path = report(model, corpus.data, args.output, y=labels_of(corpus),
                       n_words=args.words, title=args.title)
     except ImportError as exc:
-        raise CommandError(f"report needs matplotlib ({exc}); pip install 'stc[plot]'") from None
+        raise CommandError(f"report needs matplotlib ({exc}); pip install 'sparse-topical-coding[plot]'") from None
     _say(args, f"stc report: wrote {path}")
     return EXIT_OK
 

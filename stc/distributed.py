@@ -1,4 +1,5 @@
-"""STC on a Dask cluster: `STC.fit` of a dask array of CSR row blocks (``stc[dask]``).
+"""STC on a Dask cluster: `STC.fit` of a dask array of CSR row blocks
+(``sparse-topical-coding[dask]``).
 
 Batch learning (`DaskTraining`) and online learning (`DaskOnlineTraining`,
 described at its class).
@@ -51,7 +52,7 @@ def current_client():
         from distributed import get_client
     except ImportError:
         raise ImportError("fitting a dask array needs dask.distributed: "
-                          "pip install 'stc[dask]'") from None
+                          "pip install 'sparse-topical-coding[dask]'") from None
     try:
         return get_client()
     except ValueError:

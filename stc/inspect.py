@@ -404,7 +404,7 @@ def pyldavis_prepare(model, X, vocabulary=None, **kwargs):
     """Call ``pyLDAvis.prepare`` on `pyldavis_data` of the model and corpus.
 
     That is ``pyLDAvis.prepare(**pyldavis_data(model, X, vocabulary), **kwargs)``.
-    Needs pyLDAvis (``pip install 'stc[pyldavis]'``). Keyword arguments go to
+    Needs pyLDAvis (``pip install 'sparse-topical-coding[pyldavis]'``). Keyword arguments go to
     ``pyLDAvis.prepare`` (for example ``sort_topics=False`` to keep the
     model's topic numbers, ``mds="mmds"``).
     """
@@ -412,5 +412,5 @@ def pyldavis_prepare(model, X, vocabulary=None, **kwargs):
         import pyLDAvis
     except ImportError as error:
         raise ImportError("stc.inspect.pyldavis_prepare needs pyLDAvis: "
-                          "pip install 'stc[pyldavis]'") from error
+                          "pip install 'sparse-topical-coding[pyldavis]'") from error
     return pyLDAvis.prepare(**pyldavis_data(model, X, vocabulary), **kwargs)

@@ -1,4 +1,4 @@
-"""Pictures of a fitted model (needs matplotlib: ``pip install 'stc[plot]'``).
+"""Pictures of a fitted model (needs matplotlib: ``pip install 'sparse-topical-coding[plot]'``).
 
 Every function returns a :class:`matplotlib.figure.Figure`, made without
 pyplot (no window, no global state): save it with ``fig.savefig(path)``, or
@@ -35,7 +35,8 @@ def _figure_class():
     try:
         from matplotlib.figure import Figure
     except ImportError as error:
-        raise ImportError("stc.plotting needs matplotlib: pip install 'stc[plot]'") from error
+        raise ImportError("stc.plotting needs matplotlib: "
+                          "pip install 'sparse-topical-coding[plot]'") from error
     return Figure
 
 

@@ -75,3 +75,11 @@ def load_benchmark(filename):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def pytest_report_header(config):
+    """Name the stc under test: the source tree's, or an installed wheel's (tools/check_wheel.sh)."""
+    import stc
+
+    return (f"stc {stc.__version__} from {os.path.dirname(stc.__file__)} "
+            f"(OpenMP {'on' if stc.openmp_enabled() else 'off'})")

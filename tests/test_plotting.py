@@ -126,5 +126,5 @@ def test_missing_matplotlib_gives_a_clear_error(model, monkeypatch):
     from stc import plotting
 
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # import now fails
-    with pytest.raises(ImportError, match=r"pip install 'stc\[plot\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'sparse-topical-coding\[plot\]'"):
         plotting.plot_objective(model)

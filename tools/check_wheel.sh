@@ -52,7 +52,8 @@ mkdir docs benchmarks
 cp "$root"/docs/*.md docs/ && cp -r "$root/docs/examples" docs/
 cp "$root"/benchmarks/*.py benchmarks/
 # conftest.py's report header names the stc the run imports: it must be the installed one.
-python -m pytest -p no:cacheprovider -ra tests 2>&1 | tee "$work/pytest.log"
+# -W error: as the checkout's pytest configuration (pyproject.toml), a warning fails the run
+python -m pytest -p no:cacheprovider -ra -W error tests 2>&1 | tee "$work/pytest.log"
 grep -q "^stc .* from $work/venv/lib/.*/site-packages/stc" "$work/pytest.log"
 
 # The oldest dependencies: each `name>=low` of the wheel's requirements pinned at `low`.

@@ -271,8 +271,8 @@ cdef class CompiledLoss:
         y_arr, mean_arr = np.broadcast_arrays(np.asarray(y, dtype=np.float64),
                                               np.asarray(mean, dtype=np.float64))
         shape = y_arr.shape
-        cdef double[::1] yv = np.ascontiguousarray(y_arr).ravel()
-        cdef double[::1] mv = np.ascontiguousarray(mean_arr).ravel()
+        cdef const double[::1] yv = np.ascontiguousarray(y_arr).ravel()
+        cdef const double[::1] mv = np.ascontiguousarray(mean_arr).ravel()
         out = np.empty(yv.shape[0], dtype=np.float64)
         cdef double[::1] ov = out
         cdef Py_ssize_t i

@@ -161,6 +161,13 @@ def newton_coordinate(loss, y, b, mean_rest, quad, lin, x_start=0.0):
     problem cannot be solved (the loss's gradient is NaN inside its mean
     domain, or the iteration does not converge).
     """
+    # Like the compiled solver's C arithmetic, an overflow gives inf without a word:
+    # at extreme scales the bracket and the steps rely on it.
+    with np.errstate(over="ignore"):
+        return _newton_coordinate(loss, y, b, mean_rest, quad, lin, x_start)
+
+
+def _newton_coordinate(loss, y, b, mean_rest, quad, lin, x_start):
     shape = np.broadcast(y, b, mean_rest, quad, lin, x_start).shape
     problems = [np.array(a, dtype=np.float64).ravel()
                 for a in np.broadcast_arrays(y, b, mean_rest, quad, lin, x_start)]

@@ -231,9 +231,68 @@ cdef double fill_row_with_spare_mass(const double* a, const double* c, Py_ssize_
     return total + slack
 
 
+cdef double packed_shifted_multiplier(const double* a, const double* c, Py_ssize_t n,
+                                      int max_iter, double nu_start, double* c_min,
+                                      double* c_spare, double* packed_a,
+                                      double* packed_d) noexcept nogil:
+    """`shifted_row_multiplier`, bit for bit, with the entries a_i > 0 packed first.
+
+    The Newton sums run over ``packed_a`` and ``packed_d`` = c - min c (scratch
+    of n doubles each) in the same order, with the same operations: only the
+    entries with a_i = 0 (most of them, late in a fit) and the per-entry
+    branch drop out. ``c_spare`` receives min{c_i : not a_i > 0} (INFINITY if none).
+    """
+    cdef Py_ssize_t i, m = 0
+    cdef double lowest = INFINITY, spare = INFINITY, total = 0.0, low = 0.0, high, u, f, df
+    cdef double ratio, step, inverse
+    cdef int it
+    for i in range(n):
+        if a[i] > 0.0:
+            total += a[i]
+            if c[i] < lowest:
+                lowest = c[i]
+        elif c[i] < spare:
+            spare = c[i]
+    c_min[0] = lowest
+    c_spare[0] = spare
+    if total == 0.0:
+        return NAN
+    for i in range(n):
+        if a[i] > 0.0:
+            packed_a[m] = a[i]
+            packed_d[m] = c[i] - lowest
+            m += 1
+    high = total
+    u = nu_start + lowest
+    if not (u > 0.0 and u < high):  # also catches a NaN start
+        u = 0.5 * high
+    for it in range(max_iter):
+        f = -1.0
+        df = 0.0
+        for i in range(m):
+            inverse = 1.0 / (packed_d[i] + u)
+            ratio = packed_a[i] * inverse
+            f += ratio
+            df -= ratio * inverse
+        if f == 0.0:
+            break
+        if f < 0.0:
+            high = u
+        else:
+            low = u
+        step = u - f / df
+        if not (step > low and step <= high):
+            step = 0.5 * (low + high)
+        if fabs(step - u) <= 1e-14 * u:
+            u = step
+            break
+        u = step
+    return u
+
+
 cdef double mm_update_row(const double* a, const double* c, const double* beta_row,
                           double* out, Py_ssize_t n, int max_iter,
-                          double nu_start) noexcept nogil:
+                          double nu_start, double* packed) noexcept nogil:
     """One topic of `mm_update_rows`: ``out`` receives the new row; returns nu.
 
     The MM surrogate sum_n (c_n beta_n - a_n log beta_n) is minimised on the
@@ -246,17 +305,16 @@ cdef double mm_update_row(const double* a, const double* c, const double* beta_r
     when the codes overshoot the data (nu* < 0): moving weight onto a term
     that never occurs then lowers every mean at no cost, which is where the
     exact minimiser of F goes too. A collapsed topic (every a_n = 0) is copied.
+    ``packed`` is scratch of 2 n doubles.
     """
-    cdef double lowest, u, nu, spare = INFINITY, total = 0.0
+    cdef double lowest, spare, u, nu, total = 0.0
     cdef Py_ssize_t i
-    u = shifted_row_multiplier(a, c, n, max_iter, nu_start, &lowest)
+    u = packed_shifted_multiplier(a, c, n, max_iter, nu_start, &lowest, &spare, packed,
+                                  packed + n)
     if u != u:  # NaN: collapsed topic, keep it
         for i in range(n):
             out[i] = beta_row[i]
         return NAN
-    for i in range(n):
-        if not a[i] > 0.0 and c[i] < spare:
-            spare = c[i]
     if u < lowest - spare:
         nu = -spare
         total = fill_row_with_spare_mass(a, c, n, spare, out)
@@ -288,7 +346,7 @@ def mm_update_rows(const double[:, ::1] beta, const double[:, ::1] weighted_sums
     is all zero (no word codes: collapsed) is returned unchanged. ``multipliers`` (K,) holds start values for nu (NaN: none)
     and receives the new nu (NaN for collapsed topics); successive MM steps
     change nu little, so the previous step's values save Newton iterations.
-    Returns the new (K, N) dictionary.
+    Returns the new (K, N) dictionary. `mm_exact_rows` takes a itself, (K, N).
     """
     cdef Py_ssize_t n_topics = beta.shape[0], n = beta.shape[1], k, i
     if (weighted_sums.shape[0] != n or weighted_sums.shape[1] != n_topics
@@ -303,17 +361,63 @@ def mm_update_rows(const double[:, ::1] beta, const double[:, ::1] weighted_sums
     cdef double* a
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     with nogil, parallel(num_threads=n_threads):
-        a = <double*> malloc((n if n > 0 else 1) * sizeof(double))
+        a = <double*> malloc(3 * (n if n > 0 else 1) * sizeof(double))
         if a == NULL:
             failed[0] = 1
-        for k in prange(n_topics, schedule="static"):
+        for k in prange(n_topics, schedule="dynamic", chunksize=1):
             if a == NULL:
                 continue
             for i in range(n):
                 a[i] = beta[k, i] * weighted_sums[i, k]
             multipliers[k] = mm_update_row(a, &code_sums[k, 0], &beta[k, 0], &out_v[k, 0], n,
-                                           max_iter, multipliers[k])
+                                           max_iter, multipliers[k], a + n)
         free(a)
+    if failed[0]:
+        raise MemoryError("could not allocate the work space of the MM update")
+    return out
+
+
+def mm_exact_rows(const double[:, ::1] beta, const double[:, ::1] responsibilities,
+                  const double[:, ::1] code_sums, double[::1] multipliers,
+                  int max_iter=100, n_jobs=None, out=None):
+    """`mm_update_rows` with a given as a (K, N) array (``responsibilities``), bit for bit.
+
+    The batch fit forms a = beta * sums in the statistics pass
+    (`stc._core._sparse_ops.mm_step_statistics`), in this layout, so no
+    strided gather of (N, K) sums is needed here. Unlike `mm_minimiser_rows`
+    (online learning's faster search), the multiplier is found exactly as
+    `mm_update_rows` finds it. ``out``, if given, a C-contiguous float64
+    (K, N) array other than ``beta``, receives the result. Returns it.
+    """
+    cdef Py_ssize_t n_topics = beta.shape[0], n = beta.shape[1], k
+    if (responsibilities.shape[0] != n_topics or responsibilities.shape[1] != n
+            or code_sums.shape[0] != n_topics or code_sums.shape[1] != n
+            or multipliers.shape[0] != n_topics):
+        raise ValueError("responsibilities and code_sums must have beta's (n_topics, "
+                         "n_features) shape and multipliers (n_topics,)")
+    if out is None:
+        out = np.empty((n_topics, n), dtype=np.float64)
+    elif not (isinstance(out, np.ndarray) and out.dtype == np.float64
+              and out.shape == (n_topics, n) and out.flags.c_contiguous
+              and out.flags.writeable) or np.may_share_memory(out, beta):
+        raise ValueError("out must be a writable C-contiguous float64 array of beta's shape "
+                         f"({n_topics}, {n}), not beta itself")
+    cdef double[:, ::1] out_v = out
+    cdef int n_threads = resolve_n_jobs(n_jobs)
+    cdef double* packed
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    with nogil, parallel(num_threads=n_threads):
+        packed = <double*> malloc(2 * (n if n > 0 else 1) * sizeof(double))
+        if packed == NULL:
+            failed[0] = 1
+        # dynamic: a topic's cost follows its count of a > 0, which varies 2-fold
+        for k in prange(n_topics, schedule="dynamic", chunksize=1):
+            if packed == NULL:
+                continue
+            multipliers[k] = mm_update_row(&responsibilities[k, 0], &code_sums[k, 0],
+                                           &beta[k, 0], &out_v[k, 0], n, max_iter,
+                                           multipliers[k], packed)
+        free(packed)
     if failed[0]:
         raise MemoryError("could not allocate the work space of the MM update")
     return out

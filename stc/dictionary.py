@@ -33,10 +33,13 @@ with zero weight in every topic are ignored. A topic whose word
 codes are all zero ("collapsed") carries no information about beta_k; it is
 left unchanged, so coding may use it again later.
 """
+import functools
+
 import numpy as np
 
-from stc._core._simplex import mm_update_rows, project_rows_onto_simplex, simplex_multipliers
-from stc._core._sparse_ops import mm_statistics, word_code_sums, word_means
+from stc._core._simplex import mm_exact_rows, project_rows_onto_simplex, simplex_multipliers
+from stc._core._sparse_ops import (mm_first_statistics, mm_step_statistics, word_code_sums,
+                                  word_means)
 
 
 class CorpusLayout:
@@ -52,6 +55,11 @@ class CorpusLayout:
         self.col_entries = order.astype(np.intc)
         counts = np.bincount(self.indices, minlength=self.n_features)
         self.col_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.intc)
+
+    @functools.cached_property
+    def col_data(self):
+        """X's values in ``col_entries``' order: the MM passes read them in sequence."""
+        return self.data[self.col_entries]
 
 
 def dictionary_loss(loss, layout, codes, beta, n_jobs=None):
@@ -122,25 +130,42 @@ class NonFiniteLossError(ValueError):
 def mm_dictionary_steps(loss, layout, codes, beta, means, value, max_iter, tol, n_jobs):
     """Majorisation-minimisation steps on F (Poisson deviance); see the module docstring.
 
-    c and the first step's weighted sums come from one pass over the codes;
-    after that, every step's F and the next step's sums come from one pass
-    (`mm_statistics`), and the compiled `mm_update_rows` forms a = beta *
-    sums, finds nu (warm-started from step to step) and normalises every
-    row, topics in parallel.
+    c and the first step's a = beta * (weighted sums) come from one pass over
+    the codes (`mm_first_statistics`); after that, every step's F and the
+    next step's a come from one pass (`mm_step_statistics`), and the compiled
+    `mm_exact_rows` finds nu (warm-started from step to step) and normalises
+    every row, topics in parallel. Everything stays in beta's (K, N) layout
+    (no transposed copies), and a, c and the candidates live in buffers
+    allocated once per call: a is overwritten once the step that read it is
+    done, and a candidate goes into whichever of two buffers does not hold
+    the current beta, never into the caller's ``beta``. The same arithmetic,
+    in the same order, as `mm_update_rows` on `mm_statistics`' sums.
     """
-    plain, weighted_sums = word_code_sums(layout.col_ptr, layout.col_entries, codes,
-                                          _poisson_ratio(layout, means), n_jobs, with_plain=True)
-    code_sums = np.ascontiguousarray(plain.T)
-    multipliers = np.full(beta.shape[0], np.nan)
+    beta = np.ascontiguousarray(beta, dtype=np.float64)
+    shape = beta.shape
+    responsibilities, code_sums = np.empty(shape), np.empty(shape)
+    mm_first_statistics(layout.col_ptr, layout.col_entries, codes,
+                        _poisson_ratio(layout, means), beta, responsibilities, code_sums, n_jobs)
+    multipliers = np.full(shape[0], np.nan)
+    rows = []  # our candidate buffers: at most two, one of them may hold beta
 
-    def step(beta, weighted_sums, last):
-        candidate = mm_update_rows(beta, weighted_sums, code_sums, multipliers, 100, n_jobs)
-        new_value, next_sums = mm_statistics(
-            loss, layout.col_ptr, layout.col_entries, layout.data, codes,
-            np.ascontiguousarray(candidate.T), n_jobs, with_ratio_sums=not last)
-        return candidate, new_value, next_sums
+    def step(beta, responsibilities, last):
+        # _descend holds only beta: any other buffer of ours is free
+        free = [buffer for buffer in rows if buffer is not beta]
+        if free:
+            out = free[0]
+        else:
+            out = np.empty(shape)
+            rows.append(out)
+        candidate = mm_exact_rows(beta, responsibilities, code_sums, multipliers, 100, n_jobs,
+                                  out)
+        # a is read: the next step's a goes into the same buffer
+        new_value = mm_step_statistics(
+            loss, layout.col_ptr, layout.col_entries, layout.col_data, codes, candidate,
+            None if last else responsibilities, n_jobs)
+        return candidate, new_value, responsibilities
 
-    return _descend(step, beta, value, weighted_sums, max_iter, tol)
+    return _descend(step, beta, value, responsibilities, max_iter, tol)
 
 
 def pg_dictionary_steps(loss, layout, codes, beta, means, value, max_iter, tol, n_jobs):

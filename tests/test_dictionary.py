@@ -92,6 +92,49 @@ def test_mm_statistics_is_F_and_the_ratio_sums_in_one_pass():
     assert value == pytest.approx(dictionary_loss(loss, layout, codes, beta)[0], rel=1e-12)
 
 
+@pytest.mark.parametrize("n_jobs", [1, 3])
+def test_mm_kernels_in_beta_layout_match_the_term_major_ones_bit_for_bit(n_jobs):
+    """The batch fit's MM kernels ((K, N) layout) against `word_code_sums`, `mm_statistics`
+    and `mm_update_rows`: same sums, same a, same rows and multipliers, bit for bit.
+
+    More terms than one block of the (K, N) kernels (64), terms with 0 to 9 entries
+    (the 4-entry groups and their tails), zero codes, an unused term and a collapsed topic.
+    """
+    from stc._core._simplex import mm_exact_rows, mm_update_rows
+    from stc._core._sparse_ops import (mm_first_statistics, mm_statistics,
+                                      mm_step_statistics, word_code_sums)
+
+    X, layout, codes, beta = random_problem(5, n_docs=40, n_features=150, n_topics=7,
+                                            density=0.12, unused=(3, 70), zero_codes=0.4)
+    codes[:, 6] = 0.0  # topic 6 collapses: a = 0
+    codes[:2] = 0.0    # entries with mean 0: ratio 0
+    loss = PoissonLoss()
+    means = np.sum(codes * beta[:, X.indices].T, axis=1)
+    ratio = np.divide(X.data, means, out=np.zeros_like(means), where=means > 0)
+    plain, weighted = word_code_sums(layout.col_ptr, layout.col_entries, codes, ratio, n_jobs,
+                                     with_plain=True)
+    a, c = np.empty_like(beta), np.empty_like(beta)
+    mm_first_statistics(layout.col_ptr, layout.col_entries, codes, ratio, beta, a, c, n_jobs)
+    assert np.array_equal(c, plain.T) and np.array_equal(a, beta * weighted.T)
+
+    old_nu, new_nu = np.full(7, np.nan), np.full(7, np.nan)
+    old = mm_update_rows(beta, weighted, plain.T.copy(), old_nu, 100, n_jobs)
+    new = mm_exact_rows(beta, a, c, new_nu, 100, n_jobs)
+    assert np.array_equal(new, old) and np.array_equal(new_nu, old_nu, equal_nan=True)
+    assert np.isnan(new_nu[6]) and np.array_equal(new[6], beta[6])
+
+    value, sums = mm_statistics(loss, layout.col_ptr, layout.col_entries, layout.data, codes,
+                                np.ascontiguousarray(new.T), n_jobs)
+    next_a = np.empty_like(beta)
+    assert mm_step_statistics(loss, layout.col_ptr, layout.col_entries, layout.col_data, codes,
+                              new, next_a, n_jobs) == value
+    assert np.array_equal(next_a, new * sums.T)
+    assert mm_step_statistics(loss, layout.col_ptr, layout.col_entries, layout.col_data, codes,
+                              new, None, n_jobs) == value
+    with pytest.raises(ValueError, match="not beta itself"):
+        mm_exact_rows(beta, a, c, new_nu, 100, n_jobs, out=beta)
+
+
 CASES = [
     ("poisson", "mm", "counts"),
     ("poisson", "pg", "counts"),

@@ -3,7 +3,8 @@
 Every function is deterministic whatever the thread count: every output
 entry is summed by one thread in a fixed order.
 """
-from cython.parallel cimport prange
+from cython.parallel cimport parallel, prange
+from libc.stdlib cimport free, malloc
 
 from stc.losses._base cimport CompiledLoss
 
@@ -18,6 +19,13 @@ cdef extern from *:
     #endif
     """
     void STC_PREFETCH(const void* address) noexcept nogil
+
+# Terms per chunk of the dynamically scheduled loops over terms; TERM_BLOCK is the block
+# of terms whose (K, N) columns are gathered and written together (K x 64 doubles per
+# array, in L1/L2): row by row, 64 consecutive doubles, instead of K scattered ones per term.
+cdef enum:
+    TERM_CHUNK = 64
+    TERM_BLOCK = 64
 
 # Rows of the codes are visited in a data-dependent order (term by term):
 # prefetch the row this many entries ahead, all of its cache lines.
@@ -81,7 +89,10 @@ def word_code_sums(const int[::1] col_ptr, const int[::1] col_entries,
                      dtype=np.float64)
     cdef double[:, ::1] out_v = out, plain_v = plain
     with nogil:
-        for n in prange(n_features, schedule="static", num_threads=n_threads):
+        # dynamic: the entries crowd into the first terms (20 Newsgroups: 90 % in
+        # the first half), so static halves leave one thread idle
+        for n in prange(n_features, schedule="dynamic", chunksize=TERM_CHUNK,
+                        num_threads=n_threads):
             for p in range(col_ptr[n], col_ptr[n + 1]):
                 if p + PREFETCH_DISTANCE < n_entries:
                     prefetch_row(&codes[col_entries[p + PREFETCH_DISTANCE], 0], n_topics)
@@ -91,6 +102,58 @@ def word_code_sums(const int[::1] col_ptr, const int[::1] col_entries,
                 if with_plain:  # the row is in cache now
                     add_scaled_row(&plain_v[n, 0], &codes[j, 0], 1.0, n_topics)
     return (plain, out) if with_plain else out
+
+
+cdef double term_mm_pass(CompiledLoss loss, const int* entries, Py_ssize_t count,
+                        const double* data, bint by_entry, const double* codes,
+                        Py_ssize_t n_topics, const double* topic_weights, double* sums,
+                        Py_ssize_t n_entries_left) noexcept nogil:
+    """One term of `mm_statistics`: returns sum_j loss(y_j, mean_j) over its entries.
+
+    With ``sums`` (K doubles, accumulated into) adds (y_j / mean_j) codes[j]
+    where mean_j > 0. Each mean is summed over k in order, a serial chain of
+    additions; four entries are processed together so that their chains
+    overlap (same operations in the same order per entry: same bits).
+    ``codes`` is the C-contiguous (nnz, K) array; ``n_entries_left`` bounds
+    the prefetch (entries of X from this term on). y_j is data[j] when
+    ``by_entry``, else data[p] for the term's p-th entry: values stored term
+    by term are read in sequence, where data[j] is a cache miss per entry.
+    """
+    cdef Py_ssize_t p = 0, q, k
+    cdef double acc = 0.0, m0, m1, m2, m3, y
+    cdef double means[4]
+    cdef const double* rows[4]
+    while p + 4 <= count:
+        for q in range(4):
+            if p + q + 4 < n_entries_left:
+                prefetch_row(codes + entries[p + q + 4] * n_topics, n_topics)
+                if by_entry:
+                    STC_PREFETCH(&data[entries[p + q + 4]])
+            rows[q] = codes + entries[p + q] * n_topics
+        m0 = m1 = m2 = m3 = 0.0
+        for k in range(n_topics):
+            m0 = m0 + rows[0][k] * topic_weights[k]
+            m1 = m1 + rows[1][k] * topic_weights[k]
+            m2 = m2 + rows[2][k] * topic_weights[k]
+            m3 = m3 + rows[3][k] * topic_weights[k]
+        means[0], means[1], means[2], means[3] = m0, m1, m2, m3
+        for q in range(4):
+            y = data[entries[p + q]] if by_entry else data[p + q]
+            acc = acc + loss._loss(y, means[q])
+            if sums != NULL and means[q] > 0.0:
+                add_scaled_row(sums, rows[q], y / means[q], n_topics)
+        p += 4
+    while p < count:
+        rows[0] = codes + entries[p] * n_topics
+        m0 = 0.0
+        for k in range(n_topics):
+            m0 = m0 + rows[0][k] * topic_weights[k]
+        y = data[entries[p]] if by_entry else data[p]
+        acc = acc + loss._loss(y, m0)
+        if sums != NULL and m0 > 0.0:
+            add_scaled_row(sums, rows[0], y / m0, n_topics)
+        p += 1
+    return acc
 
 
 def mm_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1] col_entries,
@@ -105,31 +168,144 @@ def mm_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1] col_
     are not stored: the Poisson MM step needs only these two. F is summed
     term by term, then over terms in order, so it does not depend on the
     thread count. ``beta_t`` is the dictionary transposed, (n_features, K).
+    `mm_step_statistics` is the same pass in the (K, N) layout of beta.
     """
-    cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.shape[1], n, p, j, k
+    cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.shape[1], n
     cdef int n_threads = resolve_n_jobs(n_jobs)
     cdef Py_ssize_t n_entries = col_entries.shape[0]
     sums = np.zeros((n_features if with_ratio_sums else 1, n_topics), dtype=np.float64)
     term_losses = np.zeros(n_features, dtype=np.float64)
     cdef double[:, ::1] sums_v = sums
     cdef double[::1] term_v = term_losses
-    cdef double mean, acc
-    cdef const double* row
-    cdef const double* topic_weights
     with nogil:
-        for n in prange(n_features, schedule="static", num_threads=n_threads):
-            topic_weights = &beta_t[n, 0]
-            acc = 0.0
-            for p in range(col_ptr[n], col_ptr[n + 1]):
-                if p + PREFETCH_DISTANCE < n_entries:
-                    prefetch_row(&codes[col_entries[p + PREFETCH_DISTANCE], 0], n_topics)
-                j = col_entries[p]
-                row = &codes[j, 0]
-                mean = 0.0
-                for k in range(n_topics):
-                    mean = mean + row[k] * topic_weights[k]
-                acc = acc + loss._loss(data[j], mean)
-                if with_ratio_sums and mean > 0.0:
-                    add_scaled_row(&sums_v[n, 0], row, data[j] / mean, n_topics)
-            term_v[n] = acc
+        for n in prange(n_features, schedule="dynamic", chunksize=TERM_CHUNK,
+                        num_threads=n_threads):
+            term_v[n] = term_mm_pass(loss, &col_entries[col_ptr[n]], col_ptr[n + 1] - col_ptr[n],
+                                     &data[0], True, &codes[0, 0], n_topics, &beta_t[n, 0],
+                                     &sums_v[n, 0] if with_ratio_sums else NULL,
+                                     n_entries - col_ptr[n])
     return float(np.sum(term_losses)), (sums if with_ratio_sums else None)
+
+
+def _check_topic_major(name, array, n_topics, n_features):
+    if not (isinstance(array, np.ndarray) and array.dtype == np.float64
+            and array.shape == (n_topics, n_features) and array.flags.c_contiguous
+            and array.flags.writeable):
+        raise ValueError(f"{name} must be a writable C-contiguous float64 array of shape "
+                         f"({n_topics}, {n_features})")
+
+
+def mm_step_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1] col_entries,
+                       const double[::1] col_data, const double[:, ::1] codes,
+                       const double[:, ::1] beta, responsibilities=None, n_jobs=None):
+    """`mm_statistics` with beta (K, N) as it is, and a = beta * sums written (K, N).
+
+    ``col_data`` holds the values y_j term by term (``data[col_entries]``).
+    Returns F. With ``responsibilities`` (a writable C-contiguous (K, N)
+    array), sets responsibilities[k, n] = beta[k, n] * sums[n, k], the a of
+    the next MM step (`stc._core._simplex.mm_exact_rows`), each sum formed
+    exactly as `mm_statistics` forms it. Blocks of terms are gathered from and
+    written to beta's layout through a small buffer per thread: no transposed
+    copy of beta nor (N, K) sums, and no strided pass over a whole array.
+    """
+    cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.shape[1], n, k
+    if (beta.shape[0] != n_topics or beta.shape[1] != n_features
+            or col_data.shape[0] != codes.shape[0] or col_entries.shape[0] != codes.shape[0]):
+        raise ValueError("beta must be (n_topics, n_features), and col_data and col_entries "
+                         "one value per code row")
+    cdef bint with_sums = responsibilities is not None
+    if with_sums:
+        _check_topic_major("responsibilities", responsibilities, n_topics, n_features)
+    cdef double[:, ::1] a_v = responsibilities if with_sums else np.empty((1, 1))
+    cdef int n_threads = resolve_n_jobs(n_jobs)
+    cdef Py_ssize_t n_entries = col_entries.shape[0], block, n_blocks, first, count, t
+    n_blocks = (n_features + TERM_BLOCK - 1) // TERM_BLOCK
+    term_losses = np.zeros(n_features, dtype=np.float64)
+    cdef double[::1] term_v = term_losses
+    cdef double* weights  # the block's columns of beta, term by term: (TERM_BLOCK, K)
+    cdef double* sums     # the block's ratio sums, term by term
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    with nogil, parallel(num_threads=n_threads):
+        weights = <double*> malloc(2 * TERM_BLOCK * (n_topics if n_topics > 0 else 1)
+                                   * sizeof(double))
+        if weights == NULL:
+            failed[0] = 1
+        sums = weights + TERM_BLOCK * n_topics
+        for block in prange(n_blocks, schedule="dynamic"):
+            if weights == NULL:
+                continue
+            first = block * TERM_BLOCK
+            count = n_features - first if n_features - first < TERM_BLOCK else TERM_BLOCK
+            for k in range(n_topics):
+                for t in range(count):
+                    weights[t * n_topics + k] = beta[k, first + t]
+            for t in range(count * n_topics):
+                sums[t] = 0.0
+            for t in range(count):
+                n = first + t
+                term_v[n] = term_mm_pass(
+                    loss, &col_entries[col_ptr[n]], col_ptr[n + 1] - col_ptr[n],
+                    &col_data[col_ptr[n]], False, &codes[0, 0], n_topics, weights + t * n_topics,
+                    sums + t * n_topics if with_sums else NULL, n_entries - col_ptr[n])
+            if with_sums:
+                for k in range(n_topics):
+                    for t in range(count):
+                        a_v[k, first + t] = beta[k, first + t] * sums[t * n_topics + k]
+        free(weights)
+    if failed[0]:
+        raise MemoryError("could not allocate the work space of the MM statistics")
+    return float(np.sum(term_losses))
+
+
+def mm_first_statistics(const int[::1] col_ptr, const int[::1] col_entries,
+                        const double[:, ::1] codes, const double[::1] ratios,
+                        const double[:, ::1] beta, responsibilities, code_sums, n_jobs=None):
+    """The first MM step's statistics in beta's (K, N) layout, in one pass over the codes.
+
+    Sets code_sums[k, n] = sum over the entries j of term n of codes[j, k] and
+    responsibilities[k, n] = beta[k, n] * (sum of ratios[j] * codes[j, k]):
+    `word_code_sums` (``with_plain``) transposed, with a formed, each sum
+    accumulated in the same order. Both outputs: writable C-contiguous (K, N).
+    """
+    cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.shape[1], n, p, j, k
+    if (beta.shape[0] != n_topics or beta.shape[1] != n_features
+            or ratios.shape[0] != codes.shape[0]):
+        raise ValueError("beta must be (n_topics, n_features) and ratios one value per code row")
+    _check_topic_major("responsibilities", responsibilities, n_topics, n_features)
+    _check_topic_major("code_sums", code_sums, n_topics, n_features)
+    cdef double[:, ::1] a_v = responsibilities, c_v = code_sums
+    cdef int n_threads = resolve_n_jobs(n_jobs)
+    cdef Py_ssize_t n_entries = col_entries.shape[0], block, n_blocks, first, count, t
+    n_blocks = (n_features + TERM_BLOCK - 1) // TERM_BLOCK
+    cdef double* weighted  # the block's weighted sums, term by term: (TERM_BLOCK, K)
+    cdef double* plain     # and its plain sums
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    with nogil, parallel(num_threads=n_threads):
+        weighted = <double*> malloc(2 * TERM_BLOCK * (n_topics if n_topics > 0 else 1)
+                                    * sizeof(double))
+        if weighted == NULL:
+            failed[0] = 1
+        plain = weighted + TERM_BLOCK * n_topics
+        for block in prange(n_blocks, schedule="dynamic"):
+            if weighted == NULL:
+                continue
+            first = block * TERM_BLOCK
+            count = n_features - first if n_features - first < TERM_BLOCK else TERM_BLOCK
+            for t in range(2 * TERM_BLOCK * n_topics):
+                weighted[t] = 0.0
+            for t in range(count):
+                n = first + t
+                for p in range(col_ptr[n], col_ptr[n + 1]):
+                    if p + PREFETCH_DISTANCE < n_entries:
+                        prefetch_row(&codes[col_entries[p + PREFETCH_DISTANCE], 0], n_topics)
+                        STC_PREFETCH(&ratios[col_entries[p + PREFETCH_DISTANCE]])  # a miss too
+                    j = col_entries[p]
+                    add_scaled_row(weighted + t * n_topics, &codes[j, 0], ratios[j], n_topics)
+                    add_scaled_row(plain + t * n_topics, &codes[j, 0], 1.0, n_topics)
+            for k in range(n_topics):
+                for t in range(count):
+                    a_v[k, first + t] = beta[k, first + t] * weighted[t * n_topics + k]
+                    c_v[k, first + t] = plain[t * n_topics + k]
+        free(weighted)
+    if failed[0]:
+        raise MemoryError("could not allocate the work space of the MM statistics")

@@ -29,10 +29,11 @@ tree and round:
 Fits and transform also report the CPU time of all threads (``time.process_time``),
 which a busy machine inflates less than wall time.
 
-The table gives the best of the rounds for each tree. Before timing it checks
-that the two trees compute the same thing: the fitted objective paths
-(``objective_``), the test document codes and MedSTC's coefficients must be
-bit-identical, and the kernel must make the same number of updates.
+The table gives the best of the rounds for each tree. It also reports whether
+the two trees compute the same thing: STC's fitted objective path
+(``objective_``) and test document codes bit for bit, MedSTC's objective path
+and coefficients to a relative 1e-9 (``MEDSTC_RTOL``: its SVM's summation order
+changed in 414ebc8), and the same number of kernel updates.
 """
 import argparse
 import hashlib
@@ -99,6 +100,8 @@ def measure_stc(args):
 
 
 def measure_medstc(args):
+    import numpy as np
+
     from stc import MedSTC
     from stc.datasets import load_20newsgroups_split
 
@@ -110,7 +113,8 @@ def measure_medstc(args):
     fit_time, fit_cpu = time.perf_counter() - start, time.process_time() - cpu
     return dict(medstc_fit=fit_time, medstc_fit_cpu=fit_cpu,
                 medstc_objective=[float(v).hex() for v in model.objective_],
-                medstc_coef=digest(model.coef_))
+                medstc_coef=digest(model.coef_),
+                medstc_coef_values=[float(v).hex() for v in np.ravel(model.coef_)])
 
 
 def worker(args):
@@ -172,6 +176,20 @@ def run_worker(tree, what, args):
 
 def identical(first, second, keys):
     return all(first[key] == second[key] for key in keys)
+
+
+# MedSTC is compared to a relative tolerance, not bit for bit: since 414ebc8 its SVM sums
+# in a fixed order instead of BLAS's, which moves its fit by ~1e-13 against older trees.
+MEDSTC_RTOL = 1e-9
+
+
+def close(first, second, key, rtol=MEDSTC_RTOL):
+    """The hex-encoded float lists ``first[key]`` and ``second[key]`` agree to ``rtol``."""
+    import numpy as np
+
+    a = np.array([float.fromhex(v) for v in first[key]])
+    b = np.array([float.fromhex(v) for v in second[key]])
+    return a.shape == b.shape and bool(np.all(np.abs(a - b) <= rtol * np.max(np.abs(a))))
 
 
 def render(args, labels, fingerprints, runs, load_start, load_end, checks):
@@ -274,9 +292,10 @@ def main(argv=None):
         ("kernel updates made, old vs. new and 1 vs. more threads",
          len({row["made"] for run in (first_old, first_new)
               for row in run["stc"]["kernel"].values()}) == 1),
-        ("MedSTC objective_ path",
-         identical(first_old["medstc"], first_new["medstc"], ["medstc_objective"])),
-        ("MedSTC coef_", identical(first_old["medstc"], first_new["medstc"], ["medstc_coef"])),
+        (f"MedSTC objective_ path (to {MEDSTC_RTOL:g} relative)",
+         close(first_old["medstc"], first_new["medstc"], "medstc_objective")),
+        (f"MedSTC coef_ (to {MEDSTC_RTOL:g} relative)",
+         close(first_old["medstc"], first_new["medstc"], "medstc_coef_values")),
         ("every round of a tree the same",
          all(identical(run[what], runs[i][0][what], keys)
              for i in range(2) for run in runs[i]

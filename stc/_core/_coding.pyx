@@ -48,6 +48,43 @@ cdef int FAILURE_HESSIAN = _constants.FAILURE_HESSIAN
 cdef int FAILURE_LOSS = _constants.FAILURE_LOSS
 
 
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define STC_NOINLINE __attribute__((noinline))
+    #elif defined(_MSC_VER)
+    #define STC_NOINLINE __declspec(noinline)
+    #else
+    #define STC_NOINLINE
+    #endif
+    /* `solve_topic_words`'s sums over one topic's words: the coupling part of the slope
+       sum_n 2 gamma (t - s_n) and of the curvature (see there), from the codes s_k and
+       their curvatures b^2 l'' (read where s_n > 0 only). Kept out of line: inlined into
+       the document loop with the rest of the kernel, this loop, run after every word-code
+       update, loses its registers to the loop around it (3 more instructions a word). */
+    static STC_NOINLINE double stc_coupling_slope(Py_ssize_t n, const double* s_k,
+                                                  const double* curvatures, double t,
+                                                  double gamma, double quad,
+                                                  double* curvature) {
+        double slope = 0.0, curv = 0.0;
+        Py_ssize_t i;
+        for (i = 0; i < n; i++) {
+            double x = s_k[i];
+            slope += 2.0 * gamma * (t - x);
+            if (x > 0.0)
+                curv += 2.0 * gamma * (1.0 - 2.0 * gamma / (curvatures[i] + 2.0 * quad));
+            else
+                curv += 2.0 * gamma;
+        }
+        *curvature = curv;
+        return slope;
+    }
+    """
+    double stc_coupling_slope(Py_ssize_t n, const double* s_k, const double* curvatures,
+                              double t, double gamma, double quad,
+                              double* curvature) noexcept nogil
+
+
 cdef struct CodingParams:
     # One document's coding problem: objective (2) restricted to the document,
     #   sum_n l(y_n, s_n . beta_n) + lam pen(theta) + sum_n (gamma ||s_n - theta||^2 + rho pen(s_n)),
@@ -175,28 +212,34 @@ cdef inline double solve_topic_words(CompiledLoss loss, Py_ssize_t n_words, cons
     derivative, using ds_nk/dt = 2 gamma / (b^2 l'' + 2 quad) for s_nk > 0.
     A NaN code or curvature is recorded in ``failure`` (see `note_failure`).
     """
-    cdef Py_ssize_t i
-    cdef double x, at, value, slope = 0.0, curv = 0.0, lin = rho_lin - 2.0 * gamma * t
+    cdef double slope, curv, lin = rho_lin - 2.0 * gamma * t
     loss._solve_coordinates(n_words, y, b, rests, quad, lin, s_k, scratch)
+    slope = stc_coupling_slope(n_words, s_k, scratch, t, gamma, quad, &curv)
+    # A NaN code makes the slope NaN, a NaN curvature of a positive code the
+    # curvature: only then look for the word (kept out of the hot loop).
+    if slope != slope or curv != curv:
+        find_nan_code(loss, n_words, y, b, s_k, rests, scratch, lin, failure)
+    curvature[0] = curv
+    return slope
+
+
+cdef void find_nan_code(CompiledLoss loss, Py_ssize_t n_words, const double* y,
+                        const double* b, const double* s_k, const double* rests,
+                        const double* scratch, double lin, LossFailure* failure) noexcept nogil:
+    """Record the first word of a topic whose code, or its curvature, the loss made NaN."""
+    cdef Py_ssize_t i
+    cdef double x, at, value
     for i in range(n_words):
         x = s_k[i]
         if x != x:
             note_failure(failure, FAILURE_SOLVER, i, y[i], rests[i], b[i], rests[i], lin)
-        slope += 2.0 * gamma * (t - x)
-        if x > 0.0:
-            if scratch[i] != scratch[i]:
-                # the loss's own NaN (not 0 * inf from a zero topic weight)
-                at = rests[i] + b[i] * x
-                if at > loss.mean_lower and at < loss.mean_upper:
-                    value = loss._hessian(y[i], at)
-                    if value != value:
-                        note_failure(failure, FAILURE_HESSIAN, i, y[i], at, b[i], rests[i],
-                                     lin)
-            curv += 2.0 * gamma * (1.0 - 2.0 * gamma / (scratch[i] + 2.0 * quad))
-        else:
-            curv += 2.0 * gamma
-    curvature[0] = curv
-    return slope
+        elif x > 0.0 and scratch[i] != scratch[i]:
+            # the loss's own NaN (not 0 * inf from a zero topic weight)
+            at = rests[i] + b[i] * x
+            if at > loss.mean_lower and at < loss.mean_upper:
+                value = loss._hessian(y[i], at)
+                if value != value:
+                    note_failure(failure, FAILURE_HESSIAN, i, y[i], at, b[i], rests[i], lin)
 
 
 cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double* y,

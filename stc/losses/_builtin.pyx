@@ -19,14 +19,23 @@ cdef inline double poisson_closed_form(double y, double b, double mean_rest, dou
     larger root of a2 x^2 + a1 x + a0 (paper Sec. 2.3, with quad = gamma and
     lin = rho - 2 gamma theta_k), clamped at 0 (Proposition 1).
     """
-    cdef double a2, a1, a0, disc, root, tau
+    cdef double root, tau
     if b <= 0.0:
         root = -lin / (2.0 * quad)
         return root if root > 0.0 else 0.0
     tau = b + lin
-    a2 = 2.0 * quad * b
-    a1 = 2.0 * quad * mean_rest + b * tau
-    a0 = mean_rest * tau - y * b
+    return poisson_root(y, b, mean_rest, quad, lin, tau, 2.0 * quad * mean_rest + b * tau,
+                        mean_rest * tau - y * b)
+
+
+cdef inline double poisson_root(double y, double b, double mean_rest, double quad, double lin,
+                                double tau, double a1, double a0) noexcept nogil:
+    """`poisson_closed_form` for b > 0 from its coefficients tau = b + lin, a1 and a0.
+
+    Split off so that the batch loop (`solve_poisson_coordinates`) can test the
+    common zero case on a1 and a0 itself and reuse them.
+    """
+    cdef double a2, disc, root
     if a1 >= 0.0 and a0 >= 0.0:
         # Both roots <= 0 (sum -a1/a2 <= 0, product a0/a2 >= 0): the
         # clamp gives 0, so skip the square root. Most word codes of a
@@ -42,6 +51,7 @@ cdef inline double poisson_closed_form(double y, double b, double mean_rest, dou
         # Avoid cancellation in -a1 + sqrt(disc): use root = 2 a0 / (-a1 - sqrt).
         root = -2.0 * a0 / (a1 + sqrt(disc))
     else:
+        a2 = 2.0 * quad * b
         if not a2 > 1e-290:
             return NAN  # b quad underflows
         root = (-a1 + sqrt(disc)) / (2.0 * a2)
@@ -125,7 +135,7 @@ cdef class PoissonLoss(CompiledLoss):
     cdef void _solve_coordinates(self, Py_ssize_t n, const double* y, const double* b,
                                  const double* mean_rest, double quad, double lin,
                                  double* x, double* curvature) noexcept nogil:
-        solve_closed_form_coordinates(self, n, y, b, mean_rest, quad, lin, x, curvature)
+        solve_poisson_coordinates(self, n, y, b, mean_rest, quad, lin, x, curvature)
 
 
 @cython.final
@@ -264,3 +274,51 @@ cdef void solve_extreme_coordinates(
             x[i] = loss._newton_coordinate(y[i], b[i], mean_rest[i], quad, lin, x[i])
             if x[i] > 0.0:
                 curvature[i] = b[i] * b[i] * loss._hessian(y[i], mean_rest[i] + b[i] * x[i])
+
+
+cdef void solve_poisson_coordinates(
+        PoissonLoss loss, Py_ssize_t n, const double* y, const double* b,
+        const double* mean_rest, double quad, double lin, double* x,
+        double* curvature) noexcept nogil:
+    """`solve_closed_form_coordinates` for the Poisson loss, with the same results bit for bit.
+
+    The coding kernel's hot loop (the default loss). Against the generic loop
+    it reads each input once into locals (the stores to ``x`` may alias them),
+    solves the b <= 0 problems (independent of the word) once per batch, and
+    settles the common zero code (a1 >= 0, a0 > 0) before any guard; every
+    other word goes through `poisson_root` and its extreme-scale guards, and
+    the NaN it returns for extreme inputs is still handed to the generic
+    solver by `solve_extreme_coordinates`.
+    """
+    cdef Py_ssize_t i
+    cdef double yi, bi, ri, tau, a1, a0, root
+    cdef double two_quad = 2.0 * quad
+    cdef double flat_root = -lin / (2.0 * quad)  # poisson_closed_form's b <= 0 branch
+    cdef bint extreme = False
+    if not flat_root > 0.0:
+        flat_root = 0.0
+    for i in range(n):
+        bi = b[i]
+        if bi <= 0.0:
+            x[i] = flat_root
+            if flat_root > 0.0:
+                curvature[i] = bi * bi * loss._hessian(y[i], mean_rest[i] + bi * flat_root)
+            continue
+        yi = y[i]
+        ri = mean_rest[i]
+        tau = bi + lin
+        a1 = two_quad * ri + bi * tau
+        a0 = ri * tau - yi * bi
+        if a1 >= 0.0 and a0 > 0.0:
+            x[i] = 0.0  # both roots <= 0 (see poisson_root): most codes of a fitted model
+            continue
+        root = poisson_root(yi, bi, ri, quad, lin, tau, a1, a0)
+        if root > 0.0:
+            x[i] = root
+            curvature[i] = bi * bi * loss._hessian(yi, ri + bi * root)
+        elif root == root:
+            x[i] = root
+        else:
+            extreme = True  # keeps its start value for the generic solver
+    if extreme:
+        solve_extreme_coordinates(loss, n, y, b, mean_rest, quad, lin, x, curvature)

@@ -126,66 +126,25 @@ def project_onto_simplex(v, double radius=1.0):
     return project_rows_onto_simplex(v[None, :], radius)[0]
 
 
-cdef double shifted_row_multiplier(const double* a, const double* c, Py_ssize_t n,
-                                   int max_iter, double nu_start, double* c_min) noexcept nogil:
-    """u = nu + min c, where nu solves sum_i a_i / (c_i + nu) = 1 over the entries with a_i > 0.
+cdef double row_multiplier(const double* a, const double* c, Py_ssize_t n, int max_iter,
+                           double* packed) noexcept nogil:
+    """nu with sum_i a_i / (c_i + nu) = 1 over the entries with a_i > 0 (NaN if a = 0).
 
-    ``c_min`` receives min{c_i : a_i > 0}. In u the function is convex and
-    decreasing on (0, sum a], where the root lies: safeguarded Newton
-    (bisection when a step leaves the bracket), denominators (c_i - min c) + u
-    computed without cancellation. The caller should form the same
-    denominators: when nu ~ -min c, c_i + nu would cancel (u may be 1e-20 and
-    min c 144, where nu = u - min c rounds to -min c). A finite ``nu_start``
-    (e.g. the previous MM step's nu) is the first iterate when it lies in the
-    bracket; otherwise Newton starts at the bracket's middle. NaN if every a
-    is zero.
+    The entries with a > 0 are packed (`stc_pack_positive`) and `packed_newton`
+    searches u = nu + min c over them, as `mm_update_row` does. ``packed`` is
+    scratch of 3 n doubles.
     """
-    cdef Py_ssize_t i
-    cdef double lowest = INFINITY, total = 0.0, low = 0.0, high, u, f, df, ratio, step, inverse
-    cdef int it
-    for i in range(n):
-        if a[i] > 0.0:
-            total += a[i]
-            if c[i] < lowest:
-                lowest = c[i]
-    c_min[0] = lowest
+    cdef double* packed_a = packed
+    cdef double* packed_d = packed + n
+    cdef double lowest, spare, total
+    cdef Py_ssize_t q, m
+    m = stc_pack_positive(a, c, n, packed_a, packed_d, <Py_ssize_t*> (packed + 2 * n), &total,
+                          &lowest, &spare)
     if total == 0.0:
         return NAN
-    high = total
-    u = nu_start + lowest
-    if not (u > 0.0 and u < high):  # also catches a NaN start
-        u = 0.5 * high
-    for it in range(max_iter):
-        f = -1.0
-        df = 0.0
-        for i in range(n):
-            if a[i] > 0.0:
-                inverse = 1.0 / ((c[i] - lowest) + u)  # one division per entry
-                ratio = a[i] * inverse
-                f += ratio
-                df -= ratio * inverse
-        if f == 0.0:
-            break
-        if f < 0.0:
-            high = u
-        else:
-            low = u
-        step = u - f / df
-        if not (step > low and step <= high):
-            step = 0.5 * (low + high)
-        if fabs(step - u) <= 1e-14 * u:
-            u = step
-            break
-        u = step
-    return u
-
-
-cdef inline double row_multiplier(const double* a, const double* c, Py_ssize_t n,
-                                  int max_iter, double nu_start=NAN) noexcept nogil:
-    """nu with sum_i a_i / (c_i + nu) = 1 over the entries with a_i > 0 (NaN if a = 0)."""
-    cdef double lowest
-    cdef double u = shifted_row_multiplier(a, c, n, max_iter, nu_start, &lowest)
-    return u - lowest
+    for q in range(m):
+        packed_d[q] = packed_d[q] - lowest
+    return packed_newton(packed_a, packed_d, m, total, lowest, max_iter, NAN) - lowest
 
 
 def simplex_multipliers(a_rows, c_rows, int max_iter=100, n_jobs=None):
@@ -201,9 +160,11 @@ def simplex_multipliers(a_rows, c_rows, int max_iter=100, n_jobs=None):
     cdef int n_threads = resolve_n_jobs(n_jobs)
     out = np.empty(n_rows, dtype=np.float64)
     cdef double[::1] out_v = out
+    # scratch of 3 n doubles per row (rows run in parallel)
+    cdef double[:, ::1] packed = np.empty((n_rows, 3 * max(n, 1)))
     with nogil:
         for r in prange(n_rows, schedule="static", num_threads=n_threads):
-            out_v[r] = row_multiplier(&a[r, 0], &c[r, 0], n, max_iter)
+            out_v[r] = row_multiplier(&a[r, 0], &c[r, 0], n, max_iter, &packed[r, 0])
     return out
 
 
@@ -274,11 +235,17 @@ cdef extern from *:
 cdef double packed_newton(const double* packed_a, const double* packed_d, Py_ssize_t m,
                           double total, double lowest, int max_iter,
                           double nu_start) noexcept nogil:
-    """`shifted_row_multiplier`'s search, bit for bit, over the packed entries with a > 0.
+    """u = nu + min c, where nu solves sum_i a_i / (c_i + nu) = 1 over the packed entries.
 
-    ``packed_d`` = c - min c; ``total`` the sum of the packed a. The Newton sums
-    run over them in the same order with the same operations: only the entries
-    with a = 0 (most of them, late in a fit) and the per-entry branch drop out.
+    The entries are those with a_i > 0 (`stc_pack_positive`), ``packed_d`` =
+    c - min c and ``total`` the sum of the packed a. In u the function is
+    convex and decreasing on (0, total], where the root lies: safeguarded
+    Newton (bisection when a step leaves the bracket), denominators
+    (c_i - min c) + u computed without cancellation. The caller should form
+    the same denominators: when nu ~ -min c, c_i + nu would cancel (u may be
+    1e-20 and min c 144, where nu = u - min c rounds to -min c). A finite
+    ``nu_start`` (e.g. the previous MM step's nu) is the first iterate when it
+    lies in the bracket; otherwise Newton starts at the bracket's middle.
     """
     cdef Py_ssize_t i
     cdef double low = 0.0, high = total, u, f, df, ratio, step, inverse
@@ -361,7 +328,7 @@ cdef double mm_update_row(const double* a, const double* c, const double* beta_r
             value = packed_a[q] / (c[index[q]] + nu)
             out[index[q]] = value
             total = total + value
-    else:  # (c - min c) + u: c + nu could cancel (see shifted_row_multiplier)
+    else:  # (c - min c) + u: c + nu could cancel (see packed_newton)
         for q in range(m):
             value = packed_a[q] / (packed_d[q] + u)
             out[index[q]] = value
@@ -377,7 +344,7 @@ def mm_update_rows(const double[:, ::1] beta, const double[:, ::1] weighted_sums
     """The Poisson MM update of every topic (see `stc.dictionary`), topics in parallel.
 
     For topic k: a_n = beta_kn * weighted_sums[n, k], c_n = code_sums[k, n];
-    the new row is a_n / (c_n + nu_k), with nu_k from `shifted_row_multiplier`
+    the new row is a_n / (c_n + nu_k), with nu_k from `packed_newton`
     so that it sums to one (then divided by its sum, for the last rounding
     error), or, when the codes overshoot the data, nu_k = -c_spare and the
     spare mass on the entries with a_n = 0 (`mm_update_row`). A topic whose a

@@ -348,44 +348,29 @@ def mm_update_rows(const double[:, ::1] beta, const double[:, ::1] weighted_sums
     so that it sums to one (then divided by its sum, for the last rounding
     error), or, when the codes overshoot the data, nu_k = -c_spare and the
     spare mass on the entries with a_n = 0 (`mm_update_row`). A topic whose a
-    is all zero (no word codes: collapsed) is returned unchanged. ``multipliers`` (K,) holds start values for nu (NaN: none)
+    is all zero (no word codes: collapsed) is returned unchanged. ``multipliers``
+    (K,) holds start values for nu (NaN: none)
     and receives the new nu (NaN for collapsed topics); successive MM steps
     change nu little, so the previous step's values save Newton iterations.
-    Returns the new (K, N) dictionary. `mm_exact_rows` takes a itself, (K, N).
+    Returns the new (K, N) dictionary; `mm_exact_rows`, which takes a itself as (K, N),
+    does the work.
     """
-    cdef Py_ssize_t n_topics = beta.shape[0], n = beta.shape[1], k, i
+    cdef Py_ssize_t n_topics = beta.shape[0], n = beta.shape[1]
     if (weighted_sums.shape[0] != n or weighted_sums.shape[1] != n_topics
             or code_sums.shape[0] != n_topics or code_sums.shape[1] != n
             or multipliers.shape[0] != n_topics):
         raise ValueError("weighted_sums must be (n_features, n_topics), code_sums "
                          "(n_topics, n_features) and multipliers (n_topics,) for a "
                          "(n_topics, n_features) beta")
-    cdef int n_threads = resolve_n_jobs(n_jobs)
-    out = np.empty((n_topics, n), dtype=np.float64)
-    cdef double[:, ::1] out_v = out
-    cdef double* a
-    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
-    with nogil, parallel(num_threads=n_threads):
-        a = <double*> malloc(4 * (n if n > 0 else 1) * sizeof(double))
-        if a == NULL:
-            failed[0] = 1
-        for k in prange(n_topics, schedule="dynamic", chunksize=1):
-            if a == NULL:
-                continue
-            for i in range(n):
-                a[i] = beta[k, i] * weighted_sums[i, k]
-            multipliers[k] = mm_update_row(a, &code_sums[k, 0], &beta[k, 0], &out_v[k, 0], n,
-                                           max_iter, multipliers[k], a + n)
-        free(a)
-    if failed[0]:
-        raise MemoryError("could not allocate the work space of the MM update")
-    return out
+    # a in (K, N): the same products, one rounding each, as a per-topic gather would make
+    responsibilities = np.multiply(beta, np.asarray(weighted_sums).T, order="C")
+    return mm_exact_rows(beta, responsibilities, code_sums, multipliers, max_iter, n_jobs)
 
 
 def mm_exact_rows(const double[:, ::1] beta, const double[:, ::1] responsibilities,
                   const double[:, ::1] code_sums, double[::1] multipliers,
                   int max_iter=100, n_jobs=None, out=None):
-    """`mm_update_rows` with a given as a (K, N) array (``responsibilities``), bit for bit.
+    """The MM update of `mm_update_rows` with a given as a (K, N) array (``responsibilities``).
 
     The batch fit forms a = beta * sums in the statistics pass
     (`stc._core._sparse_ops.mm_step_statistics`), in this layout, so no

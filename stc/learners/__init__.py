@@ -1,24 +1,21 @@
-"""The ways of learning topics, one module each, all called the same way by the estimators.
+"""The ways of learning topics, one module each, called the same way by the estimators.
 
-=================  ==================================================  =====================
-module             learns                                              entry point
-=================  ==================================================  =====================
-`batch`            the whole corpus in memory, coding and dictionary   ``learn``
-                   steps alternated (MedSTC adds its own steps)
-`online`           mini-batches in passes: ``fit`` (shuffled),         ``learn``,
-                   ``fit_stream`` (as given), ``partial_fit`` (one)    ``learn_stream``,
-                                                                       ``learn_batch``
-`dask_batch`       batch learning over a dask array's partitions       ``learn``
-`dask_online`      online learning over a dask array's partitions      ``learn``
-=================  ==================================================  =====================
+* `batch`: the whole corpus in memory, coding and dictionary steps alternated
+  (MedSTC adds its own coding step and its SVM step); ``learn``.
+* `online`: mini-batches in passes, ``learn`` (``fit``, shuffled),
+  ``learn_stream`` (``fit_stream``, as given) and ``learn_batch``
+  (``partial_fit``, one batch, and every batch of the others).
+* `dask_batch`, `dask_online`: the same over a dask array's partitions, on
+  the current dask.distributed client; ``learn``.
 
-A learner takes the coding problem (`stc.coding.CodingProblem`, or for a
-dask array a function of the mean count, which only the partitions know),
+A learner takes the coding problem (`stc.coding.CodingProblem`; for a dask
+array a function of the mean count w_bar, which only the partitions know),
 the data, the starting state and the `LearningOptions`, and returns the
-`LearnedTopics`; the estimator stores them as its fitted attributes. A
-learner never reads or writes an estimator: the steps it runs are
+`LearnedTopics`, which the estimator keeps as its fitted attributes. A
+learner is given no estimator; the steps it runs are
 `stc.training`'s (batch), `stc.online`'s (mini-batches) and
-`stc.distributed`'s (the workers' side).
+`stc.distributed`'s (the workers' side). A new way of learning is a module
+here and one line of `stc._stc.LEARNERS`.
 """
 from dataclasses import dataclass
 

@@ -12,6 +12,8 @@ __version__ = "0.1.0"
 _PUBLIC = {"DataWarning": "stc._validation", "FitInterruptedWarning": "stc.training",
            "MedSTC": "stc.supervised", "STC": "stc._stc", "openmp_enabled": "stc._core._openmp",
            "load": "stc._persistence", "report": "stc._report"}
+# `load` finds the estimator classes in the table they register in when imported.
+_IMPORTED_FIRST = {"load": ("stc._stc", "stc.supervised")}
 # Submodules that `import stc` used to import, so that `stc.losses` etc. still work.
 _SUBMODULES = ("_core", "_persistence", "_report", "_stc", "_validation", "coding",
                "completion", "dictionary", "distributed", "inspect", "losses", "online",
@@ -22,6 +24,8 @@ def __getattr__(name):
     import importlib
 
     if name in _PUBLIC:
+        for module in _IMPORTED_FIRST.get(name, ()):
+            importlib.import_module(module)
         value = getattr(importlib.import_module(_PUBLIC[name]), name)
         globals()[name] = value  # later look-ups skip this function
         return value

@@ -12,7 +12,8 @@ A model file is a zip archive (numpy can open it as an ``.npz``) holding
 
 Loading runs no code from the file: arrays are read with
 ``allow_pickle=False`` and everything else is JSON. The estimator is rebuilt
-from its class name, looked up in a fixed table, with the stored parameters;
+from its class name, looked up in the table the estimator classes register
+in (`register_estimator`), with the stored parameters;
 arrays come back with their exact bytes, so a loaded model codes and
 predicts bit-identically to the saved one.
 """
@@ -54,12 +55,16 @@ class ModelFileError(ValueError):
     """A model file that cannot be loaded: not a model, damaged, or incompatible."""
 
 
-def _estimator_classes():
-    # Imported here: stc/__init__ imports this module before the estimators exist.
-    from stc._stc import STC
-    from stc.supervised.medstc import MedSTC
+# The estimator classes a model file can name, by class name. Each registers itself when its
+# module is imported (`register_estimator`): this module is below the estimators and never
+# imports them; `stc.load` imports them before it reads a file.
+ESTIMATORS = {}
 
-    return {"STC": STC, "MedSTC": MedSTC}
+
+def register_estimator(cls):
+    """Class decorator: model files may hold instances of ``cls``, under its name."""
+    ESTIMATORS[cls.__name__] = cls
+    return cls
 
 
 def _package_version():
@@ -193,10 +198,9 @@ def save_model(model, path, *, vocabulary=None, text_options=None):
         as ``text_options``), so that new text can be read the same way;
         defaults to the model's ``text_options_``.
     """
-    classes = _estimator_classes()
     estimator = type(model).__name__
-    if classes.get(estimator) is not type(model):
-        raise TypeError(f"save supports STC and MedSTC, not {type(model).__name__}")
+    if ESTIMATORS.get(estimator) is not type(model):
+        raise TypeError(f"save supports {' and '.join(ESTIMATORS)}, not {estimator}")
     if not hasattr(model, "components_"):
         from sklearn.exceptions import NotFittedError  # here: reading a file needs no sklearn
 
@@ -362,7 +366,7 @@ def load(path):
 
     metadata, arrays = read_model_file(path)
     estimator = metadata.get("estimator")
-    estimator_classes = _estimator_classes()
+    estimator_classes = ESTIMATORS
     if estimator not in estimator_classes:
         raise ModelFileError(f"{path} holds a {estimator!r} model; this stc loads "
                              f"{sorted(estimator_classes)}")

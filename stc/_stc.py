@@ -1,6 +1,13 @@
-"""The unsupervised estimator `STC` (paper Sec. 2): validation, then the shared training loop."""
+"""The unsupervised estimator `STC` (paper Sec. 2): validation, then the learner that fits.
+
+`STC` checks its parameters and data, builds the coding problem
+(`stc.coding.CodingProblem`) and hands both to one learner of
+`stc.learners` (batch or online, in memory or on a dask array), whose
+result it keeps as its fitted attributes.
+"""
 import numbers
 import time
+from dataclasses import fields
 
 import numpy as np
 import scipy.sparse as sp
@@ -8,126 +15,30 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from stc._persistence import register_estimator, save_model
 from stc._validation import (N_JOBS, RANDOM_STATE, InstanceOf, Interval, NoneValue, Options,
                              as_count_matrix, check_fitted_finite, check_input_values,
                              check_training_corpus, validate_params, warn_dominant_count)
-from stc.coding import (CodingProblem, code_new_documents, initial_codes,
-                        start_value_in_domain)
+from stc.coding import CodingProblem, code_new_documents
 from stc.completion import check_scorable, held_out_score, split_entries
-from stc.dictionary import CorpusLayout, NonFiniteLossError
-from stc.distributed import is_dask_array
+from stc.distributed import check_dask_loss, current_client, is_dask_array
+from stc.learners import LearningOptions, batch, dask_batch, dask_online, online
 from stc.losses import CompiledLoss, PythonLoss, get_loss
-from stc.online import (TopicAverage, averaging_start, check_online_loss, learn_from_batch,
-                        learning_rate, introduce_new_terms, OnlineStatistics)
-from stc.training import (CodingStep, DictionaryStep, OnlineProgressPrinter, ProgressPrinter,
-                          TrainingState, StopRequest, alternate, count_capped,
-                          relative_decrease_below, warn_if_unfinished)
+from stc.online import OnlineStatistics, check_online_loss
+from stc.training import count_capped, warn_if_unfinished
 
+
+# The learner of each way of learning: (a dask array?, learning_method) -> its module.
+# A new way of learning is a module of stc.learners and one line here.
+LEARNERS = {(False, "batch"): batch, (False, "online"): online,
+            (True, "batch"): dask_batch, (True, "online"): dask_online}
 
 # Parameters of online learning (MedSTC, a subclass, has none of them).
 ONLINE_PARAMETERS = ("learning_method", "batch_size", "learning_decay", "learning_offset",
                      "n_passes", "topic_averaging")
 
 
-def writable(array):
-    """``array`` as a writable C-contiguous float64 array (a copy only if it is not one)."""
-    return np.require(array, dtype=np.float64, requirements=["C", "W"])
-
-
-def initial_dictionary(X, n_topics, random_state, docs_per_topic=5, corpus_share=0.2):
-    """Distinct starting topics, seeded by ``random_state``.
-
-    Topic k is a few random documents' word distribution mixed with a
-    randomly perturbed corpus distribution (weight ``corpus_share``), so
-    every observed term has positive weight in every topic (no infinite
-    Poisson loss at the start) while topics differ. Starting from identical
-    uniform topics, as in the paper, the topics stay nearly identical on
-    20 Newsgroups.
-    """
-    corpus = np.asarray(X.sum(axis=0)).ravel()
-    nonempty = np.flatnonzero(np.diff(X.indptr) > 0)
-    draws = initial_dictionary_draws(nonempty, X.shape[1], n_topics, random_state,
-                                     docs_per_topic)
-    sums = [np.asarray(X[docs].sum(axis=0)).ravel() for docs, _ in draws]
-    return dictionary_from_draws(corpus, draws, sums, n_topics, corpus_share)
-
-
-def initial_dictionary_draws(nonempty, n_features, n_topics, random_state, docs_per_topic=5):
-    """The random part of `initial_dictionary`: (documents, noise) per topic, in draw order.
-
-    Kept apart so that a corpus spread over several machines draws the same
-    numbers and only gathers the chosen documents' rows.
-    """
-    rng = check_random_state(random_state)
-    if nonempty.size == 0:
-        return []
-    draws = []
-    for _ in range(n_topics):
-        docs = rng.choice(nonempty, size=min(docs_per_topic, nonempty.size), replace=False)
-        noise = rng.uniform(0.5, 1.5, size=n_features)
-        draws.append((docs, noise))
-    return draws
-
-
-def dictionary_from_draws(corpus, draws, sample_sums, n_topics, corpus_share=0.2):
-    """`initial_dictionary` from the term totals, the draws and each draw's term sums."""
-    n_features = corpus.size
-    total = corpus.sum()
-    beta = np.zeros((n_topics, n_features))
-    if total <= 0:
-        beta[:] = 1.0 / n_features
-        return beta
-    corpus = corpus / total
-    for k, ((_, noise), sample) in enumerate(zip(draws, sample_sums)):
-        beta[k] = (1.0 - corpus_share) * sample / sample.sum() + corpus_share * corpus * noise
-        beta[k] /= beta[k].sum()
-    return beta
-
-
-def explain_non_finite_loss(exc, state, problem, rho_units="absolute", rho=None):
-    """Why the loss became infinite or NaN during a fit: the loss, the data's scale or a parameter.
-
-    ``exc`` is the dictionary step's `NonFiniteLossError` (its first bad
-    entry); ``state`` holds the codes the coding step returned. In relative
-    units ``rho`` is the user's rho (``problem.rho`` the weight it gave).
-    """
-    X = state.X
-    document = int(np.searchsorted(X.indptr, exc.entry, side="right") - 1)
-    where = (f"document {document}, term {int(X.indices[exc.entry])} (value {exc.y:g}, "
-             f"mean {exc.mean:g})")
-    name = exc.loss_name
-    if np.isnan(exc.mean) or not np.all(np.isfinite(state.codes[exc.entry])):
-        return (f"the {name} loss's coordinate solver returned a code that is not a number at "
-                f"{where}: the loss's gradient or curvature is not a number at some mean inside "
-                "its mean domain, or its derivatives are inconsistent; check it with "
-                "stc.losses.check_loss(loss, data=X.data)")
-    typical = float(np.median(X.data))
-    penalties = {"lambda_": problem.lambda_, "gamma": problem.gamma, "rho": problem.rho}
-    parameter, largest = max(penalties.items(), key=lambda item: item[1])
-    if typical <= 1e-10:
-        return (f"the {name} loss is infinite at {where}: X's values are tiny (median "
-                f"{typical:g}), below the rounding of the codes' running sums (the codes start "
-                "near 1 and are resolved to about 1e-16 of that), so a positive value was left "
-                "with a mean at the end of the loss's domain. Rescale X so that its values are "
-                "near 1, e.g. X / X.data.mean()")
-    if largest >= 1e10 * max(typical, 1.0) and parameter == "rho" and rho_units == "relative":
-        return (f"the {name} loss is infinite at {where}: rho={rho:g} (relative units) gave "
-                f"objective (2) the weight rho sqrt(2 gamma w_bar) = {largest:g}, w_bar = "
-                f"{X.data.mean():g} the mean value of X's non-zeros; that is "
-                f"{largest / typical:.3g} times the median value of X ({typical:g}), so the "
-                "penalty drives every code of this word to 0, where the loss of a positive "
-                "value is infinite. Lower rho, give it in absolute units "
-                "(rho_units='absolute'), or clean X of its outlying values")
-    if largest >= 1e10 * max(typical, 1.0):
-        return (f"the {name} loss is infinite at {where}: {parameter}={largest:g} is "
-                f"{largest / typical:.3g} times the median value of X ({typical:g}), so the "
-                "penalty drives every code of this word to 0, where the loss of a positive "
-                f"value is infinite. Lower {parameter}")
-    return (f"the {name} loss is not finite at {where}: the mean left the loss's domain "
-            f"{tuple(problem.loss.mean_domain)} (X's median value {typical:g}, "
-            f"lambda_={problem.lambda_:g}, gamma={problem.gamma:g}, rho={problem.rho:g})")
-
-
+@register_estimator
 class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Sparse Topical Coding (Zhu & Xing, UAI 2011).
 
@@ -362,24 +273,29 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             raise ValueError("gamma defaults to lambda_, which is 0: set gamma > 0")
         return get_loss(self.loss)
 
-    def _objective_rho(self, gamma):
-        """rho of objective (2): ``rho`` itself, or in relative units times sqrt(2 gamma w_bar)."""
+    def _objective_rho(self, gamma, count_scale=None):
+        """rho of objective (2): ``rho`` itself, or in relative units times sqrt(2 gamma w_bar).
+
+        w_bar is ``count_scale``, by default the fitted ``count_scale_``.
+        """
         if self.rho_units == "absolute":
             return self.rho
-        if not hasattr(self, "count_scale_"):
-            raise ValueError("rho_units='relative' needs count_scale_, the mean count of the "
-                             "training data, which fit sets: fit the model first")
-        return self.rho * np.sqrt(2.0 * gamma * self.count_scale_)
+        if count_scale is None:
+            if not hasattr(self, "count_scale_"):
+                raise ValueError("rho_units='relative' needs count_scale_, the mean count of "
+                                 "the training data, which fit sets: fit the model first")
+            count_scale = self.count_scale_
+        return self.rho * np.sqrt(2.0 * gamma * count_scale)
 
-    def _coding_problem(self):
+    def _coding_problem(self, count_scale=None):
         """Validate the parameters; return the documents' `CodingProblem`.
 
-        In relative units rho needs ``count_scale_``, which `_set_count_scale` sets
-        from the training data.
+        In relative units rho needs w_bar: ``count_scale``, by default
+        ``count_scale_``, which `_set_count_scale` sets from the training data.
         """
         loss = self._checked_loss()
         gamma = self.lambda_ if self.gamma is None else self.gamma
-        return CodingProblem(loss, self.lambda_, gamma, self._objective_rho(gamma),
+        return CodingProblem(loss, self.lambda_, gamma, self._objective_rho(gamma, count_scale),
                              self.theta_penalty, self.code_penalty, self.inner_max_iter,
                              self.inner_tol)
 
@@ -410,104 +326,62 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         # `lambda_` ends in an underscore like a fitted attribute; say explicitly.
         return hasattr(self, "components_")
 
+    def _learning_options(self):
+        """The parameters the learners read, as `stc.learners.LearningOptions`."""
+        params = self.get_params(deep=False)
+        return LearningOptions(**{field.name: params[field.name]
+                                  for field in fields(LearningOptions) if field.name in params})
+
     # ---- fitting
 
     def fit(self, X, y=None):
         """Learn the topics from the document-term count matrix ``X``."""
         start = time.perf_counter()
         loss = self._checked_loss()
-        if is_dask_array(X):
-            self._fit_dask(X, loss)
-            self.fit_time_ = time.perf_counter() - start
-            return self
-        online = self.learning_method == "online"
-        if online:
-            check_online_loss(loss)
-        # Online learning reads X batch by batch: X in the counts' layout is not copied.
-        X = self._validate_X(X, reset=True, loss=loss, copy=not online)
-        check_training_corpus(X)
-        problem = self._set_count_scale(X)
-        if self.learning_method == "online":
-            rng = check_random_state(self.random_state)
+        distributed = is_dask_array(X)
+        learner = LEARNERS[distributed, self.learning_method]
+        if distributed:
+            check_dask_loss(loss)
+            client = current_client()
             self._forget_online_state()
-
-            def shuffled_batches():
-                order = rng.permutation(X.shape[0])
-                for first in range(0, X.shape[0], self.batch_size):
-                    batch = X[order[first:first + self.batch_size]]
-                    batch.indices = batch.indices.astype(np.int32, copy=False)
-                    batch.indptr = batch.indptr.astype(np.int32, copy=False)
-                    yield batch
-
-            n_batches = -(-X.shape[0] // self.batch_size)
-            self._online_passes(lambda: problem, shuffled_batches, n_batches, rng)
+            # w_bar is the whole array's, which only the partitions know: the learner
+            # builds the coding problem once it has gathered it
+            fitted = learner.learn(self._coding_problem, X, self._learning_options(),
+                                   client=client, loss=loss)
+            self.n_features_in_ = X.shape[1]
+            self._use_count_scale(fitted.count_scale)
         else:
+            online_learning = self.learning_method == "online"
+            if online_learning:
+                check_online_loss(loss)
+            # Online learning reads X batch by batch: X in the counts' layout is not copied.
+            X = self._validate_X(X, reset=True, loss=loss, copy=not online_learning)
+            check_training_corpus(X)
+            problem = self._set_count_scale(X)
             self._forget_online_state()
-            state = self._initial_state(X, problem.loss)
-            self._run(state, problem, CodingStep(problem, self.n_jobs))
+            if not online_learning:
+                self._forget_vocabulary()
+            fitted = learner.learn(problem, X, self._learning_options())
+        self._store_fitted(fitted)
         self.fit_time_ = time.perf_counter() - start
         return self
 
-    def _fit_dask(self, X, loss):
-        """Batch learning on the current dask.distributed client (see `stc.distributed`).
+    def _store_fitted(self, fitted):
+        """Keep a learner's `LearnedTopics` as the fitted attributes; warn if unfinished."""
+        self.components_ = fitted.components
+        self.term_counts_ = fitted.term_counts
+        if fitted.online is not None:
+            self._store_online_state(fitted.online)
+        self.objective_ = fitted.objective
+        self.n_iter_ = fitted.n_iter
+        self.interrupted_ = fitted.interrupted
+        warn_if_unfinished(self, fitted.converged, fitted.interrupted, fitted.capped_documents)
 
-        w_bar (``count_scale_``) is that of the whole array, gathered from the
-        partitions, as ``fit`` takes it from an X in memory.
-        """
-        from stc.distributed import DaskProgress, DaskTraining, current_client
-
-        if not (loss.runs_in_kernel and loss.dictionary_method == "mm"):
-            raise ValueError("fitting a dask array needs the Poisson loss (the MM dictionary "
-                             "step, whose sufficient statistics the workers return)")
-        client = current_client()
-        self._forget_online_state()
-        if self.learning_method == "online":
-            self._fit_dask_online(client, X, loss)
-            return
-        training = DaskTraining(client, X, loss, self._use_count_scale, self.n_topics,
-                                self.random_state, self.n_jobs)
-        self.n_features_in_ = X.shape[1]
-        progress = (DaskProgress(self.tol, self.max_iter, len(training.parts))
-                    if self.verbose else None)
-        objective, converged, interrupted = alternate(
-            None, coding_step=training.coding_step,
-            dictionary_step=lambda state, means: training.dictionary_step(
-                state, means, self.dictionary_max_iter),
-            converged=relative_decrease_below(self.tol), max_iter=self.max_iter,
-            progress=progress)
-        self.components_ = training.beta
-        self.term_counts_ = training.term_counts
-        self.objective_ = np.asarray(objective)
-        self.n_iter_ = len(objective)
-        self.interrupted_ = interrupted
-        warn_if_unfinished(self, converged, interrupted, training.capped_documents)
-
-    def _fit_dask_online(self, client, X, loss):
-        """Online learning on the current dask.distributed client (`DaskOnlineTraining`)."""
-        from stc.distributed import DaskOnlineTraining
-
-        training = DaskOnlineTraining(
-            client, X, loss, self._use_count_scale, self.n_topics, self.random_state,
-            self.n_jobs,
-            batch_size=self.batch_size, learning_offset=self.learning_offset,
-            learning_decay=self.learning_decay, max_steps=self.dictionary_max_iter)
-        self.n_features_in_ = X.shape[1]
-        progress = (OnlineProgressPrinter(self.n_passes, training.n_rounds,
-                                          every_batch=self.verbose >= 2)
-                    if self.verbose else None)
-        with StopRequest() as stop:
-            pass_objectives, capped, interrupted = training.run(self.n_passes, progress, stop,
-                                                                self.topic_averaging)
-        self.components_ = training.beta
-        self.online_responsibilities_ = training.statistics.responsibilities
-        self.online_code_sums_ = training.statistics.code_sums
-        self._online_multipliers = training.statistics.multipliers
-        self.n_batch_iter_ = training.n_batch_iter
-        self.term_counts_ = training.term_counts  # every round's tokens, as partial_fit sums
-        self.objective_ = np.asarray(pass_objectives)
-        self.n_iter_ = len(pass_objectives)
-        self.interrupted_ = interrupted
-        warn_if_unfinished(self, True, interrupted, capped)
+    def _forget_vocabulary(self):
+        # A vocabulary from an earlier fit (set by stc.load or the command line)
+        # does not describe the new data.
+        for stale in ("vocabulary_", "text_options_"):
+            self.__dict__.pop(stale, None)
 
     # ---- online learning
 
@@ -533,7 +407,10 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             problem = self._set_count_scale(X)  # w_bar of the first batch
         else:
             problem = self._coding_problem()
-        outcome = self._learn_batch(problem, X, check_random_state(self.random_state))
+        state = self._online_state()
+        outcome = online.learn_batch(problem, X, state, self._learning_options(),
+                                     check_random_state(self.random_state))
+        self._store_online_state(state)
         self._batch_objectives = getattr(self, "_batch_objectives", []) + [outcome.objective]
         self.objective_ = np.asarray(self._batch_objectives)
         self.n_iter_ = self.n_batch_iter_
@@ -561,27 +438,29 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             raise TypeError(f"batches is a one-shot iterator but n_passes={self.n_passes}: "
                             "pass an iterable that can be iterated again (e.g. a list or a "
                             "stc.io batch reader) or set n_passes=1")
-        rng = check_random_state(self.random_state)
         for name in ("components_", "n_features_in_"):
             if hasattr(self, name):
                 delattr(self, name)
         self._forget_online_state()
+        first = True
 
         def validated_batches():
-            for batch in batches:
-                first = not hasattr(self, "components_")
-                batch = self._validate_X(batch, reset=first, loss=loss)
-                if first:
-                    check_training_corpus(batch)
-                    self._set_count_scale(batch)  # w_bar of the first batch
-                yield batch
+            nonlocal first
+            for given in batches:
+                counts = self._validate_X(given, reset=first, loss=loss)
+                if first:  # it has a document to learn from, or check_training_corpus says
+                    check_training_corpus(counts)
+                    self._set_count_scale(counts)  # w_bar of the first batch
+                    first = False
+                yield counts
 
         try:
             n_batches = len(batches)
         except TypeError:  # counted in the first pass
             n_batches = None
         # the problem is built per batch: rho in relative units needs the first batch
-        self._online_passes(self._coding_problem, validated_batches, n_batches, rng)
+        self._store_fitted(online.learn_stream(self._coding_problem, validated_batches,
+                                               n_batches, self._learning_options()))
         self.fit_time_ = time.perf_counter() - start
         return self
 
@@ -591,104 +470,23 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             if hasattr(self, name):
                 delattr(self, name)
 
-    def _learn_batch(self, problem, X, rng):
-        """One mini-batch: code it, take the stochastic dictionary step; returns its outcome."""
-        if not hasattr(self, "components_"):
-            self.components_ = initial_dictionary(X, self.n_topics, rng)
-        # Updated in place from here on (a loaded model's arrays are copied once if
-        # they are not writable C-contiguous float64).
-        self.components_ = introduce_new_terms(writable(self.components_), X)
-        self.term_counts_ = getattr(self, "term_counts_", 0.0) + np.bincount(
-            X.indices, weights=X.data, minlength=X.shape[1])
+    def _online_state(self):
+        """The `stc.learners.online.OnlineState` the fitted attributes hold (none: a fresh one)."""
         statistics = None
         if hasattr(self, "online_responsibilities_"):
-            statistics = OnlineStatistics(writable(self.online_responsibilities_),
-                                          writable(self.online_code_sums_),
+            statistics = OnlineStatistics(self.online_responsibilities_, self.online_code_sums_,
                                           getattr(self, "_online_multipliers", None))
-        self.n_batch_iter_ = getattr(self, "n_batch_iter_", 0) + 1
-        rho = learning_rate(self.n_batch_iter_, self.learning_offset, self.learning_decay)
-        beta, statistics, outcome = learn_from_batch(
-            problem, X, self.components_, statistics, rho,
-            max_steps=self.dictionary_max_iter, n_jobs=self.n_jobs)
-        self.components_ = beta
-        self.online_responsibilities_ = statistics.responsibilities
-        self.online_code_sums_ = statistics.code_sums
-        self._online_multipliers = statistics.multipliers
-        return outcome
+        return online.OnlineState(getattr(self, "components_", None), statistics,
+                                  getattr(self, "n_batch_iter_", 0),
+                                  getattr(self, "term_counts_", 0.0))
 
-    def _online_passes(self, problem_of, make_batches, n_batches, rng):
-        """``n_passes`` passes over ``make_batches()``; sets the fitted attributes.
-
-        ``problem_of()`` gives the coding problem of each batch.
-        """
-        progress = (OnlineProgressPrinter(self.n_passes, n_batches, every_batch=self.verbose >= 2)
-                    if self.verbose else None)
-        pass_objectives, capped = [], 0
-        average = TopicAverage()
-        with StopRequest() as stop:
-            for pass_number in range(1, self.n_passes + 1):
-                total = 0.0
-                first_averaged = (averaging_start(n_batches, self.topic_averaging)
-                                  if pass_number == self.n_passes else None)
-                for batch_number, X in enumerate(make_batches(), start=1):
-                    if X.shape[0] == 0:
-                        continue
-                    outcome = self._learn_batch(problem_of(), X, rng)
-                    if first_averaged is not None and batch_number >= first_averaged:
-                        average.add(self.components_)
-                    total += outcome.objective
-                    capped += outcome.capped_documents
-                    if progress is not None:
-                        progress(pass_number, batch_number, outcome)
-                    if stop.requested:
-                        break
-                if not hasattr(self, "components_"):
-                    raise ValueError("batches yielded no document to learn from")
-                if n_batches is None:  # a stream: its length is known after one pass
-                    n_batches = batch_number
-                pass_objectives.append(total)
-                if progress is not None:
-                    progress.end_pass(pass_number, batch_number, total)
-                if stop.requested:
-                    break
-        if average.count:
-            self.components_ = average.mean()
-        self.objective_ = np.asarray(pass_objectives)
-        self.n_iter_ = len(pass_objectives)
-        self.interrupted_ = stop.requested
-        # A fixed number of passes: there is no convergence test to fail.
-        warn_if_unfinished(self, True, stop.requested, capped)
-
-    def _initial_state(self, X, loss):
-        beta = initial_dictionary(X, self.n_topics, self.random_state)
-        codes, theta = initial_codes(X, self.n_topics, start_value_in_domain(loss, X, beta))
-        return TrainingState(X, CorpusLayout(X), beta, codes, theta)
-
-    def _run(self, state, problem, coding_step, extra_step=None, describe=None):
-        """The outer loop with this estimator's steps; sets the fitted attributes."""
-        # A vocabulary from an earlier fit (set by stc.load or the command line)
-        # does not describe the new data.
-        for stale in ("vocabulary_", "text_options_"):
-            self.__dict__.pop(stale, None)
-        progress = (ProgressPrinter(self.tol, self.max_iter, describe=describe)
-                    if self.verbose else None)
-        try:
-            objective, converged, interrupted = alternate(
-                state, coding_step=coding_step,
-                dictionary_step=DictionaryStep(problem.loss, self.dictionary_max_iter,
-                                               self.n_jobs),
-                extra_step=extra_step, converged=relative_decrease_below(self.tol),
-                max_iter=self.max_iter, progress=progress)
-        except NonFiniteLossError as exc:
-            raise ValueError(explain_non_finite_loss(exc, state, problem, self.rho_units,
-                                                     self.rho)) from None
-        self.components_ = state.beta
-        self.term_counts_ = np.asarray(state.X.sum(axis=0), dtype=np.float64).ravel()
-        self.objective_ = np.asarray(objective)
-        self.n_iter_ = len(objective)
-        self.interrupted_ = interrupted
-        warn_if_unfinished(self, converged, interrupted, state.capped_documents)
-        return state
+    def _store_online_state(self, state):
+        self.components_ = state.components
+        self.term_counts_ = state.term_counts
+        self.n_batch_iter_ = state.n_batch_iter
+        self.online_responsibilities_ = state.statistics.responsibilities
+        self.online_code_sums_ = state.statistics.code_sums
+        self._online_multipliers = state.statistics.multipliers
 
     # ---- coding new documents
 
@@ -823,6 +621,4 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         ``text_options`` (the tokenisation of an `stc.io` text corpus)
         default to the model's ``vocabulary_`` and ``text_options_``.
         """
-        from stc._persistence import save_model
-
         save_model(self, path, vocabulary=vocabulary, text_options=text_options)

@@ -1,8 +1,10 @@
 """STC on a Dask cluster: `STC.fit` of a dask array of CSR row blocks
 (``sparse-topical-coding[dask]``).
 
-Batch learning (`DaskTraining`) and online learning (`DaskOnlineTraining`,
-described at its class).
+The partitions, the workers' side and the client's steps of batch learning
+(`DaskTraining`) and online learning (`DaskOnlineTraining`, described at its
+class); the learners `stc.learners.dask_batch` and `stc.learners.dask_online`
+run them.
 
 Each row block (partition) of the corpus stays on the worker that holds it,
 with its word codes, document codes and means: the (nnz, K) codes never
@@ -37,13 +39,20 @@ from stc._core._simplex import mm_update_rows
 from stc._core._sparse_ops import mm_statistics, word_code_sums
 from stc._validation import as_count_matrix
 from stc.coding import code_documents, initial_codes
-from stc.dictionary import CorpusLayout
+from stc.dictionary import CorpusLayout, dictionary_from_draws, initial_dictionary_draws
 from stc.training import count_capped
 
 
 def is_dask_array(X):
     """True for a dask.array.Array (checked without importing dask)."""
     return type(X).__module__.startswith("dask.array") and hasattr(X, "to_delayed")
+
+
+def check_dask_loss(loss):
+    """The workers return the MM dictionary step's sums: a dask array needs the Poisson loss."""
+    if not (loss.runs_in_kernel and loss.dictionary_method == "mm"):
+        raise ValueError("fitting a dask array needs the Poisson loss (the MM dictionary "
+                         "step, whose sufficient statistics the workers return)")
 
 
 def current_client():
@@ -184,8 +193,6 @@ class DaskTraining:
     """
 
     def __init__(self, client, X, loss, problem_for, n_topics, random_state, n_jobs):
-        from stc._stc import dictionary_from_draws, initial_dictionary_draws
-
         self.client, self.n_jobs = client, n_jobs
         self.loss = loss
         n_features = X.shape[1]
@@ -198,7 +205,8 @@ class DaskTraining:
         if not corpus.sum() > 0:
             raise ValueError("X has no non-zero entry: every document is empty, so there is "
                              "nothing to learn topics from")
-        self.problem = problem_for(float(corpus.sum()) / sum(nnz for _, _, _, nnz in summaries))
+        self.count_scale = float(corpus.sum()) / sum(nnz for _, _, _, nnz in summaries)
+        self.problem = problem_for(self.count_scale)
         nonempty = np.concatenate([rows + offsets[i] for i, (_, _, rows, _) in
                                    enumerate(summaries)])
         draws = initial_dictionary_draws(nonempty, n_features, n_topics, random_state)
@@ -419,7 +427,7 @@ class DaskOnlineTraining:
     is the whole array's, as ``fit`` takes it in memory, where ``fit_stream``
     takes its first batch's; ``problem_for(count_scale)`` gives the coding
     problem, as in `DaskTraining`. The first round's documents give the
-    initial topics, drawn as `stc._stc.initial_dictionary` draws them (only the
+    initial topics, drawn as `stc.dictionary.initial_dictionary` draws them (only the
     chosen documents' term sums travel). Memory on a worker: its partition, the row order of the
     current pass and one slice's word codes; on the client: three K x N
     arrays and one round's sums.
@@ -444,7 +452,8 @@ class DaskOnlineTraining:
             raise ValueError("X has no non-zero entry: every document is empty, so there is "
                              "nothing to learn topics from")
         # w_bar of the whole array, as fit in memory takes it (not of the first round)
-        self.problem = problem_for(sum(total for _, _, total in sizes) / n_entries)
+        self.count_scale = sum(total for _, _, total in sizes) / n_entries
+        self.problem = problem_for(self.count_scale)
         self.n_rounds = max(1, -(-self.n_docs // batch_size))
         self.entropy = online_entropy(random_state)
         self.rng = check_random_state(random_state)
@@ -458,8 +467,6 @@ class DaskOnlineTraining:
                 for i in range(len(self.parts))]
 
     def _initial_topics(self, selected, counts):
-        from stc._stc import dictionary_from_draws, initial_dictionary_draws
-
         offsets = np.cumsum([0] + [rows for rows, _, _, _ in selected])
         nonempty = np.concatenate([s[3] + offsets[i] for i, s in enumerate(selected)])
         if not counts.sum() > 0:

@@ -50,7 +50,7 @@ from stc._core._simplex import mm_minimiser_rows, online_mm_step
 from stc.dictionary import CorpusLayout
 
 # A new term enters every topic with this share times its frequency in the
-# batch, as the corpus part of `stc._stc.initial_dictionary` does.
+# batch, as the corpus part of `stc.dictionary.initial_dictionary` does.
 NEW_TERM_SHARE = 0.2
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from stc import STC, MedSTC
-from stc._stc import initial_dictionary
+from stc.dictionary import initial_dictionary
 from stc.coding import CodingProblem, code_documents, initial_codes
 from stc.losses import CompiledLoss, PythonLoss, check_loss
 from stc.losses._testing import NaNWindowLoss

@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 from stc._core.numpy_coding import theta_update
-from stc._stc import initial_dictionary
+from stc.dictionary import initial_dictionary
 from stc.coding import CodingProblem, code_documents, initial_codes
 from stc.datasets import load_newsgroups_split
 from stc.dictionary import CorpusLayout

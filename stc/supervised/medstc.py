@@ -5,8 +5,9 @@ Problem (4): minimise over topics, codes and the classifier eta
     objective (2)  +  C R_h(eta; theta)  +  1/2 ||eta||^2,
     R_h = (1/D) sum_d max_y [Delta(y_d, y) + eta_y . theta_d - eta_{y_d} . theta_d],
 
-`medstc_objective` computes it. Training runs the shared outer loop
-(`stc.training.alternate`) with two steps of its own:
+`medstc_objective` computes it. Training runs the batch learner
+(`stc.learners.batch`, the outer loop `stc.training.alternate`) with two steps
+of its own:
   1. `ShiftedMeanCodingStep`: the same compiled kernel as STC, with theta's
      shifted mean: each document-code step minimises its objective minus
      b_d . theta_d, b_d = (C / D) (eta_{y_d} - eta_{yhat_d}), where yhat_d is the
@@ -33,11 +34,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from stc._core._coding import move_along_segments
 from stc._core._dense import row_products
+from stc._persistence import register_estimator
 from stc._stc import ONLINE_PARAMETERS, STC
 from stc.distributed import is_dask_array
 from stc._validation import (Interval, NoneValue, Options, check_fitted_finite, check_labels,
                              check_training_corpus)
 from stc.coding import code_documents, segment_objectives, stc_objective
+from stc.learners import batch
 from stc.supervised.svm import (CuttingPlaneSVM, loss_augmented_predict, multiclass_hinge,
                                 primal_objective, sample_hinges)
 from stc.training import count_capped
@@ -256,6 +259,7 @@ class ShiftedMeanCodingStep:
                 f"skipped {self.skipped[-1]} docs")
 
 
+@register_estimator
 class MedSTC(ClassifierMixin, STC):
     """Max-margin supervised STC: topics, codes and a multi-class SVM learned jointly.
 
@@ -400,8 +404,10 @@ class MedSTC(ClassifierMixin, STC):
         y_index = encoder.transform(y)
         svm_step = SVMStep(self.C, self.cost, self.svm_tol, self.svm_max_iter, y_index)
         coding_step = ShiftedMeanCodingStep(problem, svm_step, X.shape[0], self.n_jobs)
-        self._run(self._initial_state(X, problem.loss), problem, coding_step,
-                  extra_step=svm_step, describe=coding_step.describe)
+        self._forget_vocabulary()
+        self._store_fitted(batch.learn(problem, X, self._learning_options(),
+                                       coding_step=coding_step, extra_step=svm_step,
+                                       describe=coding_step.describe))
         self.classes_ = encoder.classes_
         self.joint_coef_ = svm_step.coef
         self.hinge_ = np.asarray(svm_step.hinge)

@@ -1,0 +1,100 @@
+"""Batch learning: the whole corpus in memory, coding and dictionary steps alternated.
+
+`learn` runs `stc.training.alternate` from `initial_state` with STC's steps
+(`stc.training.CodingStep`, `stc.training.DictionaryStep`) until the
+relative decrease of the objective falls under ``tol`` or ``max_iter``
+iterations. MedSTC runs the same learner with its own coding step and its
+SVM step (``coding_step``, ``extra_step``).
+"""
+import numpy as np
+
+from stc.coding import initial_codes, start_value_in_domain
+from stc.dictionary import CorpusLayout, NonFiniteLossError, initial_dictionary
+from stc.learners import LearnedTopics
+from stc.training import (CodingStep, DictionaryStep, ProgressPrinter, TrainingState, alternate,
+                          relative_decrease_below)
+
+
+def initial_state(X, loss, n_topics, random_state):
+    """The starting topics (`stc.dictionary.initial_dictionary`) and codes of validated CSR ``X``."""
+    beta = initial_dictionary(X, n_topics, random_state)
+    codes, theta = initial_codes(X, n_topics, start_value_in_domain(loss, X, beta))
+    return TrainingState(X, CorpusLayout(X), beta, codes, theta)
+
+
+def learn(problem, X, options, *, state=None, coding_step=None, extra_step=None,
+          describe=None):
+    """Alternate the steps on the validated CSR counts ``X``; returns the `LearnedTopics`.
+
+    ``state`` is the starting `TrainingState` (default: `initial_state`); it
+    holds the codes at the end. ``coding_step`` defaults to STC's
+    (`stc.training.CodingStep`); ``extra_step`` runs after the dictionary
+    step (MedSTC's SVM step); ``describe(iteration)`` adds text to the
+    progress lines (``options.verbose``). A loss that becomes infinite or
+    NaN raises a ValueError saying why (`explain_non_finite_loss`).
+    """
+    if state is None:
+        state = initial_state(X, problem.loss, options.n_topics, options.random_state)
+    if coding_step is None:
+        coding_step = CodingStep(problem, options.n_jobs)
+    progress = (ProgressPrinter(options.tol, options.max_iter, describe=describe)
+                if options.verbose else None)
+    try:
+        objective, converged, interrupted = alternate(
+            state, coding_step=coding_step,
+            dictionary_step=DictionaryStep(problem.loss, options.dictionary_max_iter,
+                                           options.n_jobs),
+            extra_step=extra_step, converged=relative_decrease_below(options.tol),
+            max_iter=options.max_iter, progress=progress)
+    except NonFiniteLossError as exc:
+        raise ValueError(explain_non_finite_loss(exc, state, problem, options.rho_units,
+                                                 options.rho)) from None
+    return LearnedTopics(
+        components=state.beta,
+        term_counts=np.asarray(state.X.sum(axis=0), dtype=np.float64).ravel(),
+        objective=np.asarray(objective), n_iter=len(objective), interrupted=interrupted,
+        converged=converged, capped_documents=state.capped_documents)
+
+
+def explain_non_finite_loss(exc, state, problem, rho_units="absolute", rho=None):
+    """Why the loss became infinite or NaN during a fit: the loss, the data's scale or a parameter.
+
+    ``exc`` is the dictionary step's `NonFiniteLossError` (its first bad
+    entry); ``state`` holds the codes the coding step returned. In relative
+    units ``rho`` is the user's rho (``problem.rho`` the weight it gave).
+    """
+    X = state.X
+    document = int(np.searchsorted(X.indptr, exc.entry, side="right") - 1)
+    where = (f"document {document}, term {int(X.indices[exc.entry])} (value {exc.y:g}, "
+             f"mean {exc.mean:g})")
+    name = exc.loss_name
+    if np.isnan(exc.mean) or not np.all(np.isfinite(state.codes[exc.entry])):
+        return (f"the {name} loss's coordinate solver returned a code that is not a number at "
+                f"{where}: the loss's gradient or curvature is not a number at some mean inside "
+                "its mean domain, or its derivatives are inconsistent; check it with "
+                "stc.losses.check_loss(loss, data=X.data)")
+    typical = float(np.median(X.data))
+    penalties = {"lambda_": problem.lambda_, "gamma": problem.gamma, "rho": problem.rho}
+    parameter, largest = max(penalties.items(), key=lambda item: item[1])
+    if typical <= 1e-10:
+        return (f"the {name} loss is infinite at {where}: X's values are tiny (median "
+                f"{typical:g}), below the rounding of the codes' running sums (the codes start "
+                "near 1 and are resolved to about 1e-16 of that), so a positive value was left "
+                "with a mean at the end of the loss's domain. Rescale X so that its values are "
+                "near 1, e.g. X / X.data.mean()")
+    if largest >= 1e10 * max(typical, 1.0) and parameter == "rho" and rho_units == "relative":
+        return (f"the {name} loss is infinite at {where}: rho={rho:g} (relative units) gave "
+                f"objective (2) the weight rho sqrt(2 gamma w_bar) = {largest:g}, w_bar = "
+                f"{X.data.mean():g} the mean value of X's non-zeros; that is "
+                f"{largest / typical:.3g} times the median value of X ({typical:g}), so the "
+                "penalty drives every code of this word to 0, where the loss of a positive "
+                "value is infinite. Lower rho, give it in absolute units "
+                "(rho_units='absolute'), or clean X of its outlying values")
+    if largest >= 1e10 * max(typical, 1.0):
+        return (f"the {name} loss is infinite at {where}: {parameter}={largest:g} is "
+                f"{largest / typical:.3g} times the median value of X ({typical:g}), so the "
+                "penalty drives every code of this word to 0, where the loss of a positive "
+                f"value is infinite. Lower {parameter}")
+    return (f"the {name} loss is not finite at {where}: the mean left the loss's domain "
+            f"{tuple(problem.loss.mean_domain)} (X's median value {typical:g}, "
+            f"lambda_={problem.lambda_:g}, gamma={problem.gamma:g}, rho={problem.rho:g})")

@@ -1,0 +1,36 @@
+"""Batch learning over a dask array's partitions, on the current dask.distributed client.
+
+The loop is batch learning's (`stc.training.alternate`); its steps are
+`stc.distributed.DaskTraining`'s: the workers code their partitions and
+return only the dictionary step's sums. w_bar (the mean count of a stored
+entry, which rho in relative units needs) is the whole array's, gathered
+from the partitions, so the coding problem comes as ``problem_for(w_bar)``.
+"""
+import numpy as np
+
+from stc.distributed import DaskProgress, DaskTraining
+from stc.learners import LearnedTopics
+from stc.training import alternate, relative_decrease_below
+
+
+def learn(problem_for, X, options, *, client, loss):
+    """Learn from dask array ``X`` of CSR row blocks on ``client``; returns the `LearnedTopics`.
+
+    ``loss`` reads the blocks (`stc._validation.as_count_matrix`) before the
+    problem is known. The starting topics are drawn from
+    ``options.random_state`` as `stc.dictionary.initial_dictionary` draws them.
+    """
+    training = DaskTraining(client, X, loss, problem_for, options.n_topics,
+                            options.random_state, options.n_jobs)
+    progress = (DaskProgress(options.tol, options.max_iter, len(training.parts))
+                if options.verbose else None)
+    objective, converged, interrupted = alternate(
+        None, coding_step=training.coding_step,
+        dictionary_step=lambda state, means: training.dictionary_step(
+            state, means, options.dictionary_max_iter),
+        converged=relative_decrease_below(options.tol), max_iter=options.max_iter,
+        progress=progress)
+    return LearnedTopics(training.beta, training.term_counts, np.asarray(objective),
+                         len(objective), interrupted, converged=converged,
+                         capped_documents=training.capped_documents,
+                         count_scale=training.count_scale)

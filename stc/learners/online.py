@@ -1,0 +1,135 @@
+"""Online learning: mini-batches in passes, each coded and then learned from by a stochastic step.
+
+`learn` (``STC.fit`` with ``learning_method="online"``) makes ``n_passes``
+passes over the documents in shuffled mini-batches, `learn_stream`
+(``STC.fit_stream``) over an iterable of batches as given, and
+`learn_batch` (``STC.partial_fit``, and every batch of the others) learns
+from one batch. The step's arithmetic is `stc.online`'s. The state carried
+from batch to batch (`OnlineState`) is the estimator's online attributes, so
+``partial_fit`` goes on after a fit, a save and a load.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from stc.dictionary import initial_dictionary
+from stc.learners import LearnedTopics
+from stc.online import (OnlineStatistics, TopicAverage, averaging_start, introduce_new_terms,
+                        learn_from_batch, learning_rate)
+from stc.training import OnlineProgressPrinter, StopRequest
+
+
+@dataclass
+class OnlineState:
+    """What online learning carries from one mini-batch to the next."""
+
+    components: np.ndarray = None         # topics (K, N); None before the first batch
+    statistics: OnlineStatistics = None   # running statistics; None until an online step
+    n_batch_iter: int = 0                 # batches learned from
+    term_counts: object = 0.0             # tokens of each term in those batches
+
+
+def writable(array):
+    """``array`` as a writable C-contiguous float64 array (a copy only if it is not one)."""
+    return np.require(array, dtype=np.float64, requirements=["C", "W"])
+
+
+def learn_batch(problem, X, state, options, rng):
+    """Code the CSR batch ``X``, take the stochastic dictionary step; returns its `BatchOutcome`.
+
+    ``state`` (an `OnlineState`) is updated; its arrays in place from the
+    second batch on (a loaded model's arrays are copied once if they are
+    not writable C-contiguous float64). The first batch draws the starting
+    topics from ``rng``.
+    """
+    if state.components is None:
+        state.components = initial_dictionary(X, options.n_topics, rng)
+    state.components = introduce_new_terms(writable(state.components), X)
+    state.term_counts = state.term_counts + np.bincount(X.indices, weights=X.data,
+                                                        minlength=X.shape[1])
+    statistics = state.statistics
+    if statistics is not None:
+        statistics = OnlineStatistics(writable(statistics.responsibilities),
+                                      writable(statistics.code_sums), statistics.multipliers)
+    state.n_batch_iter += 1
+    rho = learning_rate(state.n_batch_iter, options.learning_offset, options.learning_decay)
+    state.components, state.statistics, outcome = learn_from_batch(
+        problem, X, state.components, statistics, rho, max_steps=options.dictionary_max_iter,
+        n_jobs=options.n_jobs)
+    return outcome
+
+
+def learn(problem, X, options, state=None):
+    """``options.n_passes`` passes over validated CSR ``X`` in shuffled mini-batches.
+
+    Each pass draws a new order from ``options.random_state``, which also
+    draws the starting topics. Returns the `LearnedTopics`.
+    """
+    rng = check_random_state(options.random_state)
+
+    def shuffled_batches():
+        order = rng.permutation(X.shape[0])
+        for first in range(0, X.shape[0], options.batch_size):
+            batch = X[order[first:first + options.batch_size]]
+            batch.indices = batch.indices.astype(np.int32, copy=False)
+            batch.indptr = batch.indptr.astype(np.int32, copy=False)
+            yield batch
+
+    n_batches = -(-X.shape[0] // options.batch_size)
+    return _passes(lambda: problem, shuffled_batches, n_batches,
+                   OnlineState() if state is None else state, options, rng)
+
+
+def learn_stream(problem_of, make_batches, n_batches, options, state=None):
+    """``options.n_passes`` passes over the batches ``make_batches()`` yields, in their order.
+
+    ``problem_of()`` gives each batch's coding problem: with rho in relative
+    units it is known only once the first batch is read. ``n_batches``, the
+    batches per pass (for the topic averaging), may be None: it is then
+    counted in the first pass. Returns the `LearnedTopics`.
+    """
+    return _passes(problem_of, make_batches, n_batches,
+                   OnlineState() if state is None else state, options,
+                   check_random_state(options.random_state))
+
+
+def _passes(problem_of, make_batches, n_batches, state, options, rng):
+    """The passes of `learn` and `learn_stream` over ``make_batches()``."""
+    progress = (OnlineProgressPrinter(options.n_passes, n_batches,
+                                      every_batch=options.verbose >= 2)
+                if options.verbose else None)
+    pass_objectives, capped = [], 0
+    average = TopicAverage()
+    with StopRequest() as stop:
+        for pass_number in range(1, options.n_passes + 1):
+            total = 0.0
+            first_averaged = (averaging_start(n_batches, options.topic_averaging)
+                              if pass_number == options.n_passes else None)
+            for batch_number, X in enumerate(make_batches(), start=1):
+                if X.shape[0] == 0:
+                    continue
+                outcome = learn_batch(problem_of(), X, state, options, rng)
+                if first_averaged is not None and batch_number >= first_averaged:
+                    average.add(state.components)
+                total += outcome.objective
+                capped += outcome.capped_documents
+                if progress is not None:
+                    progress(pass_number, batch_number, outcome)
+                if stop.requested:
+                    break
+            if state.components is None:
+                raise ValueError("batches yielded no document to learn from")
+            if n_batches is None:  # a stream: its length is known after one pass
+                n_batches = batch_number
+            pass_objectives.append(total)
+            if progress is not None:
+                progress.end_pass(pass_number, batch_number, total)
+            if stop.requested:
+                break
+    if average.count:
+        state.components = average.mean()
+    # A fixed number of passes: there is no convergence test to fail.
+    return LearnedTopics(state.components, state.term_counts, np.asarray(pass_objectives),
+                         len(pass_objectives), stop.requested, converged=True,
+                         capped_documents=capped, online=state)

@@ -93,38 +93,7 @@ def line_plot(ax, records, names, topics, key, errorbars=True):
 def figure_2(records, topics, frontier_rows, frontier_K, corpus_name, path):
     fig = new_figure(12, 4.8)
     left, right = fig.subplots(1, 2)
-    lda = sorted(frontier_rows.get("lda", []), key=lambda r: r["word_zero"])
-    for i, threshold in enumerate(LDA_THRESHOLDS):
-        left.plot([r["word_zero_by_threshold"][i] for r in lda], [r["accuracy"] for r in lda],
-                  "^--", label=f"LDA + SVM over alpha (zeros < {threshold:g})")
-    for penalty in ("l2", "l1"):
-        rows = sorted([r for r in frontier_rows.get("stc", []) if r["rho_units"] == "relative"
-                       and r["theta_penalty"] == penalty and r["lambda_"] == 0.1],
-                      key=lambda r: r["word_zero"])
-        if rows:
-            left.plot([r["word_zero"] for r in rows], [r["accuracy"] for r in rows], "o-",
-                      label=f"STC + SVM over rho, theta {penalty}")
-    recoded = sorted([r for r in frontier_rows.get("stc-recoded", [])
-                      if r["topics_of"]["label"] != "paper"], key=lambda r: r["word_zero"])
-    if recoded:
-        fitted = recoded[0]["topics_of"]
-        topics_rho = fitted["rho"]
-        # the fit's own codes start the curve
-        recoded = [r for r in frontier_rows.get("stc", []) if r["label"] == fitted["label"]
-                   and all(r[k] == fitted[k] for k in ("rho", "rho_units", "theta_penalty",
-                                                       "lambda_"))] + recoded
-        left.plot([r["word_zero"] for r in recoded], [r["accuracy"] for r in recoded], "D:",
-                  label=f"STC + SVM, topics fitted at rho {topics_rho:g}, coded at larger rho")
-    med = sorted(frontier_rows.get("medstc", []), key=lambda r: r["word_zero"])
-    if med:
-        left.plot([r["word_zero"] for r in med], [r["accuracy"] for r in med], "s-",
-                  label="MedSTC over rho (C, lambda_ as in results_sparsity.md)")
-    left.set_xlim(0, 1)
-    left.set_xlabel("share of zero word codes (test)")
-    left.set_ylabel("test accuracy")
-    left.set_title(f"(L) sparsity against accuracy, K = {frontier_K}", fontsize=10)
-    left.grid(True, alpha=0.3)
-    left.legend(fontsize=7)
+    frontier_panel(left, frontier_rows, frontier_K)
     line_plot(right, records, ["STC", "STC-knee", "gaussSTC", "MedSTC", "LDA", "NMF"], topics,
               "word_zero")
     right.set_ylabel("share of zero word codes (test)")
@@ -132,6 +101,42 @@ def figure_2(records, topics, frontier_rows, frontier_K, corpus_name, path):
     right.set_title("(R) word-code sparsity against K (LDA: posterior < 1e-3)", fontsize=10)
     fig.suptitle(f"Fig. 2, {corpus_name}")
     fig.savefig(path, dpi=110)
+
+
+def frontier_panel(ax, frontier_rows, K):
+    """Fig. 2 (left): bench_sparsity.py's sparsity-accuracy frontier at K."""
+    lda = sorted(frontier_rows.get("lda", []), key=lambda r: r["word_zero"])
+    for i, threshold in enumerate(LDA_THRESHOLDS):
+        ax.plot([r["word_zero_by_threshold"][i] for r in lda], [r["accuracy"] for r in lda],
+                "^--", label=f"LDA + SVM over alpha (zeros < {threshold:g})")
+    for penalty in ("l2", "l1"):
+        rows = sorted([r for r in frontier_rows.get("stc", []) if r["rho_units"] == "relative"
+                     and r["theta_penalty"] == penalty and r["lambda_"] == 0.1],
+                    key=lambda r: r["word_zero"])
+        if rows:
+            ax.plot([r["word_zero"] for r in rows], [r["accuracy"] for r in rows], "o-",
+                    label=f"STC + SVM over rho, theta {penalty}")
+    recoded = sorted([r for r in frontier_rows.get("stc-recoded", [])
+                    if r["topics_of"]["label"] != "paper"], key=lambda r: r["word_zero"])
+    if recoded:
+        fitted = recoded[0]["topics_of"]
+        topics_rho = fitted["rho"]
+        # the fit's own codes start the curve
+        recoded = [r for r in frontier_rows.get("stc", []) if r["label"] == fitted["label"]
+                 and all(r[k] == fitted[k] for k in ("rho", "rho_units", "theta_penalty",
+                                                     "lambda_"))] + recoded
+        ax.plot([r["word_zero"] for r in recoded], [r["accuracy"] for r in recoded], "D:",
+                label=f"STC + SVM, topics fitted at rho {topics_rho:g}, coded at larger rho")
+    med = sorted(frontier_rows.get("medstc", []), key=lambda r: r["word_zero"])
+    if med:
+        ax.plot([r["word_zero"] for r in med], [r["accuracy"] for r in med], "s-",
+                label="MedSTC over rho (C, lambda_ as in results_sparsity.md)")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of zero word codes (test)")
+    ax.set_ylabel("test accuracy")
+    ax.set_title(f"(L) sparsity against accuracy, K = {K}", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
 
 
 def heat_map(ax, values, rows, columns, title, fig):
@@ -345,8 +350,21 @@ def load_range(records):
 
 def render(args, grid, corpus_line, records, figures, images, frontier_rows):
     topics = list(args.topics or grid["topics"])
+    lines = opening_lines(args, grid, corpus_line, records)
+    for title, claim, key, verdict in figure_sections(grid, topics, records, figures,
+                                                      frontier_rows):
+        lines += [f"## {title}", "", claim, ""]
+        if key in images:
+            lines += [f"![{title}]({images[key]})", ""]
+        lines += (verdict or ["- Not measured in this run."]) + [""]
+    return "\n".join(lines + numbers_table(records, topics)) + "\n"
+
+
+def opening_lines(args, grid, corpus_line, records):
+    """Title, command, data, models, protocol and machine."""
+    topics = list(args.topics or grid["topics"])
     seeds = args.seeds or grid["seeds"]
-    lines = [
+    return [
         "# The paper's experiments (Sec. 4), reproduced",
         "",
         "Generated by `python benchmarks/reproduce_paper.py "
@@ -375,7 +393,11 @@ def render(args, grid, corpus_line, records, figures, images, frontier_rows):
         f"{load_range(records)}; the machine is a shared 2-core VM, so times are "
         "comparable only between fits made at similar load",
         ""]
-    sections = [
+
+
+def figure_sections(grid, topics, records, figures, frontier_rows):
+    """(title, the paper's claim, figure, verdict lines) of Fig. 2 to 6."""
+    return [
         ("Fig. 2: sparsity of the codes",
          "The paper: STC's word codes are much sparser than LDA's and NMF's (which are "
          "dense), gaussSTC's are denser than STC's, and LDA's prior alpha cannot make its "
@@ -399,13 +421,12 @@ def render(args, grid, corpus_line, records, figures, images, frontier_rows):
          "The paper: STC trains much faster than LDA and codes new documents much faster.",
          "fig6", verdict_fig6(records, topics)),
     ]
-    for title, claim, key, verdict in sections:
-        lines += [f"## {title}", "", claim, ""]
-        if key in images:
-            lines += [f"![{title}]({images[key]})", ""]
-        lines += (verdict or ["- Not measured in this run."]) + [""]
-    lines += ["## Numbers", "", "| model | K | seeds | zero word codes | accuracy | train (s) | "
-              "test (s) |", "|---|---|---|---|---|---|---|"]
+
+
+def numbers_table(records, topics):
+    """One row per model and K: means (and spreads over the seeds) of the measures."""
+    lines = ["## Numbers", "", "| model | K | seeds | zero word codes | accuracy | train (s) | "
+             "test (s) |", "|---|---|---|---|---|---|---|"]
     for name in MODELS:
         for K in topics:
             row = [summarise(records, name, K, key) for key in
@@ -417,7 +438,7 @@ def render(args, grid, corpus_line, records, figures, images, frontier_rows):
                 (f"{m:.3f}" if key < 2 else f"{m:.2f}")
                 + ("" if n < 2 else f" ± {s:.3f}" if key < 2 else f" ± {s:.2f}")
                 for key, (m, s, n) in enumerate(row)) + " |")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def missing_lines(missing, models):

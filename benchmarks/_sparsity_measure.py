@@ -111,66 +111,108 @@ def grid_points(grid, K):
     paper's setting, the l2 STC curve at the first lambda_, LDA, MedSTC, then the
     other STC curves.
     """
-    seed = grid["seed"]
     if K not in grid.get("full_grid_topics", (K,)):
         grid = dict(grid, **grid["reduced"])
-
-    def stc(rho, lambda_, penalty):
-        return dict(model="stc", K=K, seed=seed, max_iter=grid["stc_max_iter"], rho=rho,
-                    rho_units="relative", lambda_=lambda_, theta_penalty=penalty, label="")
-
     first_lambda, first_penalty = grid["stc_lambda"][0], grid["theta_penalties"][0]
-    paper = dict(model="stc", K=K, seed=seed, max_iter=grid["stc_max_iter"], label="paper",
-                 **PAPER_STC)
-    points = [paper]
-    points += [stc(rho, first_lambda, first_penalty) for rho in grid["stc_rho"]]
-    points += [dict(model="stc-recoded", K=K, topics_of=paper, rho=rho, rho_units="relative",
-                    label="") for rho in grid["recoded_rho"]]
-    for alpha in grid["lda_alpha"]:
-        points.append(dict(model="lda", K=K, seed=seed, max_iter=grid["lda_max_iter"],
-                           alpha=alpha, label="default" if alpha is None else ""))
+    paper, medstc_paper = paper_stc_point(grid, K), paper_medstc_point(grid, K)
+    return ([paper] + stc_curve(grid, K, first_lambda, first_penalty, grid["stc_rho"])
+            + stc_recoded_points(K, paper, grid["recoded_rho"])
+            + lda_points(grid, K) + medstc_points(grid, K)
+            + [medstc_paper, medstc_default_point(grid, K)]
+            + medstc_recoded_points(K, medstc_paper, grid["recoded_rho"])
+            + other_stc_curves(grid, K)
+            + medstc_recoded_points(K, medstc_paper, grid.get("medstc_recoded_auto_rho", ()),
+                                    refit="auto")
+            + medstc_recoded_points(K, medstc_paper, grid.get("medstc_recoded_cv_rho", ()),
+                                    refit="cv",
+                                    refit_factors=list(grid.get("medstc_recoded_cv_factors",
+                                                                ())))
+            + most_accurate_recoded_points(grid, K))
+
+
+def stc_point(grid, K, rho, lambda_, penalty):
+    return dict(model="stc", K=K, seed=grid["seed"], max_iter=grid["stc_max_iter"], rho=rho,
+                rho_units="relative", lambda_=lambda_, theta_penalty=penalty, label="")
+
+
+def stc_curve(grid, K, lambda_, penalty, rhos):
+    return [stc_point(grid, K, rho, lambda_, penalty) for rho in rhos]
+
+
+def paper_stc_point(grid, K):
+    return dict(model="stc", K=K, seed=grid["seed"], max_iter=grid["stc_max_iter"],
+                label="paper", **PAPER_STC)
+
+
+def other_stc_curves(grid, K):
+    """The other theta penalties at the first lambda_, then the other lambda_."""
+    first_lambda = grid["stc_lambda"][0]
+    points = []
+    for penalty in grid["theta_penalties"][1:]:
+        points += stc_curve(grid, K, first_lambda, penalty, grid["stc_rho"])
+    for lambda_ in grid["stc_lambda"][1:]:
+        for penalty in grid.get("other_lambda_penalties", grid["theta_penalties"]):
+            points += stc_curve(grid, K, lambda_, penalty,
+                                grid.get("other_lambda_rho", grid["stc_rho"]))
+    return points
+
+
+def stc_recoded_points(K, topics, rhos, label=""):
+    """The topics of the STC point ``topics``, documents coded at each relative rho."""
+    return [dict(model="stc-recoded", K=K, topics_of=topics, rho=rho, rho_units="relative",
+                 label=label) for rho in rhos]
+
+
+def most_accurate_recoded_points(grid, K):
+    if not grid.get("most_accurate_recoded_rho"):
+        return []
+    # the same fit as that grid point; keep_model keeps its model file for the codings
+    topics = dict(stc_point(grid, K, *grid["most_accurate"]), keep_model=True)
+    return stc_recoded_points(K, topics, grid["most_accurate_recoded_rho"], "most accurate")
+
+
+def lda_points(grid, K):
+    return [dict(model="lda", K=K, seed=grid["seed"], max_iter=grid["lda_max_iter"],
+                 alpha=alpha, label="default" if alpha is None else "")
+            for alpha in grid["lda_alpha"]]
+
+
+def medstc_points(grid, K):
+    """MedSTC over rho, C and lambda_ cross-validated (or taken from another rho's CV)."""
+    points = []
+    cv_rho = grid["medstc_cv_rho"]
     for penalty in grid["medstc_theta_penalties"]:
-        cv_rho = grid["medstc_cv_rho"]
         for rho in grid["medstc_rho"]:
             pairs = tuple(grid.get("medstc_cv_extra", {}).get(rho, ())) + tuple(grid["medstc_cv"])
-            point = dict(model="medstc", K=K, seed=seed, max_iter=grid["medstc_max_iter"],
-                         rho=rho, rho_units="relative", theta_penalty=penalty,
-                         refit_C=grid["medstc_refit_C"],
+            point = dict(model="medstc", K=K, seed=grid["seed"],
+                         max_iter=grid["medstc_max_iter"], rho=rho, rho_units="relative",
+                         theta_penalty=penalty, refit_C=grid["medstc_refit_C"],
                          cv=[list(pair) for pair in pairs], label="")
             if cv_rho is not None and rho not in cv_rho:
                 point["cv_at_rho"] = cv_rho[0]  # C and lambda_ chosen there
             points.append(point)
-    # label "defaults": the cache key of the days when this was MedSTC's default
-    medstc_paper = dict(model="medstc", K=K, seed=seed, max_iter=grid["medstc_max_iter"],
-                           rho=0.01, rho_units="absolute", theta_penalty="l2",
-                           refit_C=grid["medstc_refit_C"], cv=None, label="defaults")
-    points.append(medstc_paper)
-    # MedSTC's defaults (the knee): C, lambda_ and refit_C as the estimator sets them.
-    points.append(dict(model="medstc", K=K, seed=seed, max_iter=grid["medstc_max_iter"],
-                       rho=0.02, rho_units="relative", theta_penalty="l2", refit_C="auto",
-                       cv=[[3e4, 30.0]], label="defaults"))
-    points += [dict(model="medstc-recoded", K=K, topics_of=medstc_paper, rho=rho,
-                    rho_units="relative", label="") for rho in grid["recoded_rho"]]
-    for penalty in grid["theta_penalties"][1:]:  # the other penalties at the first lambda_
-        points += [stc(rho, first_lambda, penalty) for rho in grid["stc_rho"]]
-    for lambda_ in grid["stc_lambda"][1:]:
-        for penalty in grid.get("other_lambda_penalties", grid["theta_penalties"]):
-            points += [stc(rho, lambda_, penalty)
-                       for rho in grid.get("other_lambda_rho", grid["stc_rho"])]
-    points += [dict(model="medstc-recoded", K=K, topics_of=medstc_paper, rho=rho,
-                    rho_units="relative", refit="auto", label="")
-               for rho in grid.get("medstc_recoded_auto_rho", ())]
-    points += [dict(model="medstc-recoded", K=K, topics_of=medstc_paper, rho=rho,
-                    rho_units="relative", refit="cv",
-                    refit_factors=list(grid["medstc_recoded_cv_factors"]), label="")
-               for rho in grid.get("medstc_recoded_cv_rho", ())]
-    if grid.get("most_accurate_recoded_rho"):
-        # the same fit as that grid point; keep_model keeps its model file for the codings
-        topics = dict(stc(*grid["most_accurate"]), keep_model=True)
-        points += [dict(model="stc-recoded", K=K, topics_of=topics, rho=rho,
-                        rho_units="relative", label="most accurate")
-                   for rho in grid["most_accurate_recoded_rho"]]
     return points
+
+
+def paper_medstc_point(grid, K):
+    # label "defaults": the cache key of the days when this was MedSTC's default
+    return dict(model="medstc", K=K, seed=grid["seed"], max_iter=grid["medstc_max_iter"],
+                rho=0.01, rho_units="absolute", theta_penalty="l2",
+                refit_C=grid["medstc_refit_C"], cv=None, label="defaults")
+
+
+def medstc_default_point(grid, K):
+    """MedSTC's defaults (the knee): C, lambda_ and refit_C as the estimator sets them."""
+    return dict(model="medstc", K=K, seed=grid["seed"], max_iter=grid["medstc_max_iter"],
+                rho=0.02, rho_units="relative", theta_penalty="l2", refit_C="auto",
+                cv=[[3e4, 30.0]], label="defaults")
+
+
+def medstc_recoded_points(K, topics, rhos, **refit):
+    """MedSTC's ``topics``, documents coded at each relative rho, the classifier refitted
+    (``refit``: how its C is chosen, if not the model's fixed refit_C)."""
+    return [dict(model="medstc-recoded", K=K, topics_of=topics, rho=rho, rho_units="relative",
+                 **refit, label="") for rho in rhos]
 
 
 def describe_point(point):
@@ -431,22 +473,7 @@ def run_medstc(point, corpus, threads, cache):
         model = fit_medstc_paper(point, corpus, threads, cache)
         return dict(measure_medstc(model, corpus), fit_time=model.fit_time_, C=model.C,
                     lambda_=model.lambda_, rho_absolute=model.effective_rho_, cv=[])
-    cv = []
-    at_rho = point.get("cv_at_rho", point["rho"])
-    for C, lambda_ in point["cv"] if len(point["cv"]) > 1 else ():  # one pair: nothing to choose
-        sub = {key: value for key, value in point.items() if key != "cv_at_rho"}
-        sub.update(rho=at_rho, cv=None, C=C, lambda_=lambda_, model="medstc-cv")
-        record = cache.get(sub)
-        if record is None:
-            log(f"  MedSTC CV C={C:g} lambda_={lambda_:g} at rho={at_rho:g}")
-            record = dict(validation_accuracy=medstc_validation_accuracy(
-                sub, corpus, C, lambda_, threads))
-            cache.put(sub, record)
-        cv.append(dict(C=C, lambda_=lambda_, validation_accuracy=record["validation_accuracy"]))
-    if cv:
-        best = max(cv, key=lambda row: row["validation_accuracy"])
-    else:
-        best = dict(C=point["cv"][0][0], lambda_=point["cv"][0][1])
+    best, cv = chosen_C_and_lambda(point, corpus, threads, cache)
     model = medstc_model(point, best["C"], best["lambda_"], threads)
     start = time.perf_counter()
     model.fit(corpus.Xtr, corpus.ytr)
@@ -459,3 +486,27 @@ def run_medstc(point, corpus, threads, cache):
                 fit_time=fit_time, transform_time=transform_time, n_iter=int(model.n_iter_),
                 word_zero=word_zero_share(model.word_codes(corpus.Xte), corpus.seen_entries),
                 doc_zero=float(np.mean(theta_te == 0)), accuracy=accuracy)
+
+
+def chosen_C_and_lambda(point, corpus, threads, cache):
+    """The (C, lambda_) pair of ``point["cv"]`` of best validation accuracy, and every
+    pair's accuracy (none with a single pair: nothing to choose).
+
+    Each pair's accuracy is cached as a point of its own, measured at
+    ``point["cv_at_rho"]`` if given, so the rho that reuse a choice cost nothing.
+    """
+    cv = []
+    at_rho = point.get("cv_at_rho", point["rho"])
+    for C, lambda_ in point["cv"] if len(point["cv"]) > 1 else ():
+        sub = {key: value for key, value in point.items() if key != "cv_at_rho"}
+        sub.update(rho=at_rho, cv=None, C=C, lambda_=lambda_, model="medstc-cv")
+        record = cache.get(sub)
+        if record is None:
+            log(f"  MedSTC CV C={C:g} lambda_={lambda_:g} at rho={at_rho:g}")
+            record = dict(validation_accuracy=medstc_validation_accuracy(
+                sub, corpus, C, lambda_, threads))
+            cache.put(sub, record)
+        cv.append(dict(C=C, lambda_=lambda_, validation_accuracy=record["validation_accuracy"]))
+    if cv:
+        return max(cv, key=lambda row: row["validation_accuracy"]), cv
+    return dict(C=point["cv"][0][0], lambda_=point["cv"][0][1]), cv

@@ -86,45 +86,59 @@ def render(args, corpus_line, machine, records, plots):
              "Machine (of the run that wrote this file; cached points keep their own "
              "times):", ""] + machine + ["", f"Data: {corpus_line}", "", PROTOCOL_TEXT, ""]
     for K in sorted({p["K"] for p, _ in records}):
-        by_model = {}
-        for point, record in records:
-            if point["K"] == K:
-                row = dict(point, **record)
-                row["cv_results"] = record.get("cv")
-                by_model.setdefault(point["model"], []).append(row)
-        lines += [f"## K = {K}", ""]
-        if K in plots:
-            lines += [f"![sparsity against accuracy, K = {K}]({os.path.basename(plots[K])})", ""]
-        lines += ["Targets:", ""] + target_lines(by_model) + [""]
-        if "stc" in by_model:
-            lines += ["### STC + LinearSVC", "", "`*`: on the frontier (no other STC point "
-                      "has both more zeros and a higher accuracy).", ""] + stc_table(
-                          by_model["stc"]) + [""]
-        if "stc-recoded" in by_model:
-            lines += ["### STC + LinearSVC, learned topics, documents coded at other rho",
-                      "", "The topics of the paper's setting (the row labelled paper in the "
-                      "table above) or of another setting of that table; "
-                      "train and test documents coded by `transform` after "
-                      "`set_params(rho=..., rho_units=\"relative\")`.", ""] + recoded_table(
-                          by_model["stc-recoded"]) + [""]
-        if "lda" in by_model:
-            lines += ["### LDA + LinearSVC", ""] + lda_table(by_model["lda"]) + [""]
-        if "medstc" in by_model:
-            lines += ["### MedSTC", ""] + medstc_table(by_model["medstc"]) + [""]
-        if "medstc-recoded" in by_model:
-            factors = FULL["medstc_recoded_cv_factors"]
-            lines += ["### MedSTC, the paper setting's topics, documents coded at other rho", "",
-                      "MedSTC at the paper's setting (the row without CV above); train and test "
-                      "documents coded by `transform` after `set_params(rho=..., "
-                      "rho_units=\"relative\")`, and the classifier refitted on the training "
-                      "codes with `stc.supervised.CuttingPlaneSVM(C=refit_C, cost=cost)`, as "
-                      "MedSTC's own final step does: with the fixed refit_C the model was "
-                      "fitted with, with the C `refit_C=\"auto\"` gives the new codes "
-                      "(5e6 / mean_d ||theta_d||^2), or with a C chosen by 3-fold CV on the "
-                      f"training codes from that C times {min(factors):g} to "
-                      f"{max(factors):g}.", ""] + medstc_recoded_table(
-                          by_model["medstc-recoded"]) + [""]
+        lines += topics_section(K, rows_by_model(records, K), plots)
     return "\n".join(lines)
+
+
+def rows_by_model(records, K):
+    """{model: rows} of the points at K, each row the point and its record in one dict."""
+    by_model = {}
+    for point, record in records:
+        if point["K"] == K:
+            row = dict(point, **record)
+            row["cv_results"] = record.get("cv")
+            by_model.setdefault(point["model"], []).append(row)
+    return by_model
+
+
+def topics_section(K, by_model, plots):
+    """The section of one K: its plot, the targets, a table per model family."""
+    lines = [f"## K = {K}", ""]
+    if K in plots:
+        lines += [f"![sparsity against accuracy, K = {K}]({os.path.basename(plots[K])})", ""]
+    lines += ["Targets:", ""] + target_lines(by_model) + [""]
+    if "stc" in by_model:
+        lines += ["### STC + LinearSVC", "", "`*`: on the frontier (no other STC point "
+                  "has both more zeros and a higher accuracy).", ""] + stc_table(
+                      by_model["stc"]) + [""]
+    if "stc-recoded" in by_model:
+        lines += ["### STC + LinearSVC, learned topics, documents coded at other rho",
+                  "", "The topics of the paper's setting (the row labelled paper in the "
+                  "table above) or of another setting of that table; "
+                  "train and test documents coded by `transform` after "
+                  "`set_params(rho=..., rho_units=\"relative\")`.", ""] + recoded_table(
+                      by_model["stc-recoded"]) + [""]
+    if "lda" in by_model:
+        lines += ["### LDA + LinearSVC", ""] + lda_table(by_model["lda"]) + [""]
+    if "medstc" in by_model:
+        lines += ["### MedSTC", ""] + medstc_table(by_model["medstc"]) + [""]
+    if "medstc-recoded" in by_model:
+        lines += medstc_recoded_section(by_model["medstc-recoded"])
+    return lines
+
+
+def medstc_recoded_section(rows):
+    factors = FULL["medstc_recoded_cv_factors"]
+    return ["### MedSTC, the paper setting's topics, documents coded at other rho", "",
+            "MedSTC at the paper's setting (the row without CV above); train and test "
+            "documents coded by `transform` after `set_params(rho=..., "
+            "rho_units=\"relative\")`, and the classifier refitted on the training "
+            "codes with `stc.supervised.CuttingPlaneSVM(C=refit_C, cost=cost)`, as "
+            "MedSTC's own final step does: with the fixed refit_C the model was "
+            "fitted with, with the C `refit_C=\"auto\"` gives the new codes "
+            "(5e6 / mean_d ||theta_d||^2), or with a C chosen by 3-fold CV on the "
+            f"training codes from that C times {min(factors):g} to "
+            f"{max(factors):g}.", ""] + medstc_recoded_table(rows) + [""]
 
 
 # ---------------------------------------------------------------------------
@@ -323,50 +337,12 @@ def plot_frontier(K, by_model, path, corpus_name):
     # up to 20 distinct colours: the dark half of tab20, then the light half
     tab20 = colormaps["tab20"].colors
     ax.set_prop_cycle(color=list(tab20[0::2]) + list(tab20[1::2]))
-    curves = []
-    for r_pen in sorted({r["theta_penalty"] for r in by_model.get("stc", [])}):
-        for lam in sorted({r["lambda_"] for r in by_model.get("stc", [])
-                           if r["rho_units"] == "relative"}):
-            rows = [r for r in by_model["stc"] if r["theta_penalty"] == r_pen
-                    and r["lambda_"] == lam and r["rho_units"] == "relative"]
-            curves.append((f"STC + SVM, theta {r_pen}, lambda_ {lam:g}", rows, "o-"))
-    for label, name in (("", "the paper's topics"), ("most accurate",
-                                                      "the most accurate setting's topics")):
-        rows = [r for r in by_model.get("stc-recoded", []) if r["label"] == label]
-        if rows:
-            curves.append((f"STC + SVM, {name} coded at other rho", rows, "D:"))
-    for r_pen in sorted({r["theta_penalty"] for r in by_model.get("medstc", [])}):
-        rows = [r for r in by_model["medstc"] if r["theta_penalty"] == r_pen
-                and r["rho_units"] == "relative"]
-        curves.append((f"MedSTC, theta {r_pen}, over rho (C, lambda_ as in the table)",
-                       rows, "s-"))
-    for refit, name in (("", "fixed C"), ("auto", "C auto"), ("cv", "C by CV")):
-        rows = [r for r in by_model.get("medstc-recoded", []) if r.get("refit", "") == refit]
-        if rows:
-            curves.append((f"MedSTC, the paper setting's topics coded at other rho "
-                           f"(classifier refitted, {name})", rows, "P:"))
-    lda = by_model.get("lda", [])
-    for i, threshold in enumerate(LDA_THRESHOLDS):
-        rows = [dict(r, word_zero=r["word_zero_by_threshold"][i]) for r in lda]
-        curves.append((f"LDA + SVM, zeros < {threshold:g} (over alpha)", rows, "^--"))
-    for label, rows, style in curves:
+    for label, rows, style in frontier_curves(by_model):
         rows = sorted(rows, key=lambda r: r["word_zero"])
         if rows:
             ax.plot([r["word_zero"] for r in rows], [r["accuracy"] for r in rows], style,
                     label=label, markersize=5)
-    # the settings a user meets first: the paper's and the package's defaults
-    markers = [
-        ("STC, the paper's setting", "k*", 14,
-         [r for r in by_model.get("stc", []) if r["label"] == "paper"]),
-        ("STC, the defaults", "kX", 11,
-         [r for r in by_model.get("stc", []) if is_stc_default(r)]),
-        ("MedSTC, the paper's setting", "ks", 9,
-         [r for r in by_model.get("medstc", []) if is_paper_medstc(r)]),
-        ("MedSTC, the defaults", "kP", 11,
-         [r for r in by_model.get("medstc", []) if r["rho_units"] == "relative"
-          and r["label"] == "defaults"]),
-    ]
-    for label, style, size, rows in markers:
+    for label, style, size, rows in setting_markers(by_model):
         if rows:
             ax.plot([rows[0]["word_zero"]], [rows[0]["accuracy"]], style, markersize=size,
                     markerfacecolor="none" if style != "k*" else "k", label=label)
@@ -377,3 +353,46 @@ def plot_frontier(K, by_model, path, corpus_name):
     ax.grid(True, alpha=0.3)
     fig.legend(fontsize=8, loc="outside lower center", ncols=2)
     fig.savefig(path, dpi=110)
+
+
+def frontier_curves(by_model):
+    """(label, rows, line style) of every curve of the plot, in the legend's order."""
+    curves = []
+    stc = by_model.get("stc", [])
+    for r_pen in sorted({r["theta_penalty"] for r in stc}):
+        for lam in sorted({r["lambda_"] for r in stc if r["rho_units"] == "relative"}):
+            rows = [r for r in stc if r["theta_penalty"] == r_pen
+                    and r["lambda_"] == lam and r["rho_units"] == "relative"]
+            curves.append((f"STC + SVM, theta {r_pen}, lambda_ {lam:g}", rows, "o-"))
+    for label, name in (("", "the paper's topics"), ("most accurate",
+                                                      "the most accurate setting's topics")):
+        rows = [r for r in by_model.get("stc-recoded", []) if r["label"] == label]
+        if rows:
+            curves.append((f"STC + SVM, {name} coded at other rho", rows, "D:"))
+    medstc = by_model.get("medstc", [])
+    for r_pen in sorted({r["theta_penalty"] for r in medstc}):
+        rows = [r for r in medstc if r["theta_penalty"] == r_pen and r["rho_units"] == "relative"]
+        curves.append((f"MedSTC, theta {r_pen}, over rho (C, lambda_ as in the table)",
+                       rows, "s-"))
+    for refit, name in (("", "fixed C"), ("auto", "C auto"), ("cv", "C by CV")):
+        rows = [r for r in by_model.get("medstc-recoded", []) if r.get("refit", "") == refit]
+        if rows:
+            curves.append((f"MedSTC, the paper setting's topics coded at other rho "
+                           f"(classifier refitted, {name})", rows, "P:"))
+    for i, threshold in enumerate(LDA_THRESHOLDS):
+        rows = [dict(r, word_zero=r["word_zero_by_threshold"][i]) for r in by_model.get("lda", [])]
+        curves.append((f"LDA + SVM, zeros < {threshold:g} (over alpha)", rows, "^--"))
+    return curves
+
+
+def setting_markers(by_model):
+    """The settings a user meets first, the paper's and the package's defaults:
+    (label, marker style, size, rows whose first is marked)."""
+    stc, medstc = by_model.get("stc", []), by_model.get("medstc", [])
+    return [
+        ("STC, the paper's setting", "k*", 14, [r for r in stc if r["label"] == "paper"]),
+        ("STC, the defaults", "kX", 11, [r for r in stc if is_stc_default(r)]),
+        ("MedSTC, the paper's setting", "ks", 9, [r for r in medstc if is_paper_medstc(r)]),
+        ("MedSTC, the defaults", "kP", 11,
+         [r for r in medstc if r["rho_units"] == "relative" and r["label"] == "defaults"]),
+    ]

@@ -68,6 +68,7 @@ def corpus_subset(quick):
 
 
 def open_cache(args):
+    """The cache of this run's fits (of its corpus)."""
     # The file names hash PROTOCOL twice (in the corpus key and as the cache's protocol):
     # the names the cached fits have always had.
     key = dict(corpus_key(args.quick, corpus_subset(args.quick)), protocol=PROTOCOL)
@@ -86,9 +87,8 @@ def fit_jobs(args, grid, topics, figure_K):
     return jobs
 
 
-def run_fits(args, grid):
-    """Every fit of the run, from the cache or fitted (and cached)."""
-    cache = open_cache(args)
+def run_fits(args, grid, cache):
+    """Every fit of the run, from ``cache`` or fitted (and cached)."""
     topics = list(args.topics or grid["topics"])
     figure_K = args.figure_topics or grid["figure_topics"]
     fits = Fits()

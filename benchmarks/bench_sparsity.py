@@ -38,6 +38,9 @@ is installed (``pip install 'stc[plot]'``).
 
 ``--quick`` runs the whole pipeline on the embedded three-group corpus with a few
 points, one small K and few iterations (well under a minute; the test suite runs it).
+
+This script holds the command line; the measuring is `_sparsity_measure.py`, the
+tables and plots `_sparsity_report.py`.
 """
 import argparse
 import os

@@ -23,6 +23,9 @@ is needed (``pip install 'stc[plot]'``).
 
 ``--quick``: the embedded three-group corpus (every 4th document), K = 3 and 4, one
 seed, few iterations (the test suite runs it; its numbers mean nothing).
+
+This script holds the command line; the fits and their measures are
+`_reproduction_measure.py`, the figures and the report `_reproduction_report.py`.
 """
 import argparse
 import os
@@ -31,7 +34,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import add_data_option, log, shown_path  # noqa: E402
 from _reproduction_measure import (DEFAULT_CACHE, FULL, MODELS, QUICK,  # noqa: E402,F401
-                                   read_frontier, run_fits)
+                                   open_cache, read_frontier, run_fits)
 # missing_lines: the report's list of missing fits, which the tests check through this script
 from _reproduction_report import DEFAULT_OUTPUT, missing_lines, write_report  # noqa: E402,F401
 from _sparsity_measure import DEFAULT_CACHE as SPARSITY_CACHE  # noqa: E402
@@ -74,7 +77,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
     grid = QUICK if args.quick else FULL
-    fits = run_fits(args, grid)
+    fits = run_fits(args, grid, open_cache(args))
     n_images = write_report(args, grid, fits, read_frontier(args, grid))
     log(f"wrote {shown_path(args.output)} and {n_images} figures; {fits.computed} fits "
         "computed")

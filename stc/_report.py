@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from stc import inspect as _inspect
+from stc import plotting
 
 MAX_CHOSEN_WORDS = 24
 DEFAULT_CHOSEN_WORDS = 12
@@ -146,71 +147,126 @@ def report(model, X, path, y=None, *, vocabulary=None, words=None, class_names=N
     pathlib.Path
         The page written.
     """
-    from stc import plotting  # needs matplotlib; fails early with a clear message
-
-    plotting._figure_class()
+    plotting._figure_class()  # without matplotlib, fail before any work
     X = _inspect._count_matrix(model, X)
     vocabulary = _inspect._vocabulary(model, vocabulary)
+    y, class_names = _checked_labels(X, y, class_names)
+    chosen = list(words) if words is not None else _default_words(X, y, vocabulary)
+    sections = [_fit_section(model),
+                _topics_section(model, X, vocabulary, n_words),
+                _sparsity_section(model, X)]
+    if chosen:
+        sections.append(_word_codes_section(model, X, chosen, vocabulary))
     if y is not None:
-        y = np.asarray(y)
-        if y.shape != (X.shape[0],):
-            raise ValueError(f"y must have one label per document ({X.shape[0]}), "
-                             f"got shape {y.shape}")
-        if class_names is not None:
-            class_names = [str(name) for name in class_names]
-            if len(class_names) != np.unique(y).size:
-                raise ValueError(f"class_names must have one name per class of y "
-                                 f"({np.unique(y).size}), got {len(class_names)}")
+        sections.append(_classes_section(model, X, y, class_names))
+    title = title or f"{type(model).__name__} model report"
     path = Path(path)
-    name = type(model).__name__
-    n_topics, n_terms = model.components_.shape
-    title = title or f"{name} model report"
-    sections = []
+    path.write_text(_page(title, _header(model, X, title, y is not None), sections),
+                    encoding="utf-8")
+    return path
 
-    # ---- parameters and fit
-    fit_rows = [("topics (K)", n_topics), ("terms", n_terms),
-                ("outer iterations", getattr(model, "n_iter_", "?"))]
+
+def _checked_labels(X, y, class_names):
+    """``y`` as an array with one label per document, and ``class_names`` as strings."""
+    if y is None:
+        return None, class_names
+    y = np.asarray(y)
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y must have one label per document ({X.shape[0]}), "
+                         f"got shape {y.shape}")
+    if class_names is not None:
+        class_names = [str(name) for name in class_names]
+        if len(class_names) != np.unique(y).size:
+            raise ValueError(f"class_names must have one name per class of y "
+                             f"({np.unique(y).size}), got {len(class_names)}")
+    return y, class_names
+
+
+# ---------------------------------------------------------------------------
+# The page's sections, in the order they appear
+# ---------------------------------------------------------------------------
+
+def _header(model, X, title, with_classes):
+    """Title, one line naming the model and the documents, and the links to the sections."""
+    n_topics, n_terms = model.components_.shape
+    return (f"<header><h1>{html.escape(title)}</h1>"
+            f'<p class="lead">{html.escape(type(model).__name__)} with {n_topics} topics over '
+            f"{n_terms} terms, described on {X.shape[0]} documents.</p>"
+            f"<nav>{_navigation(with_classes)}</nav></header>")
+
+
+def _navigation(with_classes):
+    # the word-codes link stays even when that section is left out (as it always has)
+    return "".join(f'<a href="#{anchor}">{label}</a>' for anchor, label in (
+        ("fit", "Fit"), ("topics", "Topics"), ("sparsity", "Sparsity"),
+        ("word-codes", "Word codes"), ("classes", "Classes"))
+        if anchor != "classes" or with_classes)
+
+
+def _fit_rows(model):
+    """(label, value) rows of the fit: sizes, iterations, objective, time, accuracies."""
+    n_topics, n_terms = model.components_.shape
+    rows = [("topics (K)", n_topics), ("terms", n_terms),
+            ("outer iterations", getattr(model, "n_iter_", "?"))]
     objective = getattr(model, "objective_", None)
     if objective is not None and len(objective):
-        fit_rows.append(("final objective", f"{objective[-1]:.6g}"))
+        rows.append(("final objective", f"{objective[-1]:.6g}"))
     fit_time = getattr(model, "fit_time_", None)
-    fit_rows.append(("fit time", f"{fit_time:.2f} s" if fit_time is not None else "not recorded"))
+    rows.append(("fit time", f"{fit_time:.2f} s" if fit_time is not None else "not recorded"))
     if getattr(model, "train_accuracy_", None) is not None and len(model.train_accuracy_):
-        fit_rows.append(("training accuracy (joint codes)", f"{model.train_accuracy_[-1]:.3f}"))
+        rows.append(("training accuracy (joint codes)", f"{model.train_accuracy_[-1]:.3f}"))
     if getattr(model, "refit_train_accuracy_", None) is not None:
-        fit_rows.append(("training accuracy (label-free codes)",
-                         f"{model.refit_train_accuracy_:.3f}"))
-    params = [(key, _format(value)) for key, value in sorted(model.get_params().items())]
-    summary = [f'<section id="fit"><h2>Parameters and fit</h2><div class="row">'
-               f'<div><h3>Fit</h3>{_table(fit_rows)}</div>'
-               f'<div><h3>Parameters</h3>{_table(params)}</div></div>']
-    if objective is not None and len(objective):
-        summary.append(_figure_to_img(plotting.plot_objective(model),
-                                      "objective after each outer iteration"))
-    summary.append("</section>")
-    sections.append("".join(summary))
+        rows.append(("training accuracy (label-free codes)",
+                     f"{model.refit_train_accuracy_:.3f}"))
+    return rows
 
-    # ---- topics with coherence
-    top = _inspect.top_words(model, vocabulary, n_words)
+
+def _fit_section(model):
+    """The fit and the parameters side by side, then the objective curve if recorded."""
+    params = [(key, _format(value)) for key, value in sorted(model.get_params().items())]
+    parts = [f'<section id="fit"><h2>Parameters and fit</h2><div class="row">'
+             f'<div><h3>Fit</h3>{_table(_fit_rows(model))}</div>'
+             f'<div><h3>Parameters</h3>{_table(params)}</div></div>']
+    objective = getattr(model, "objective_", None)
+    if objective is not None and len(objective):
+        parts.append(_figure_to_img(plotting.plot_objective(model),
+                                    "objective after each outer iteration"))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _coherence_scores(model, X, n_words):
+    """{label: per-topic coherence} of the measures that apply, and notes on the others."""
     scores, notes = {}, []
     for measure, label in (("u_mass", "UMass"), ("npmi", "NPMI")):
         try:
             scores[label] = _inspect.coherence(model, X, measure=measure, top_n=max(2, n_words))
         except ValueError as error:
             notes.append(f"{label} not available: {error}")
+    return scores, notes
+
+
+def _topics_section(model, X, vocabulary, n_words):
+    """Each topic's top words as bars, with its coherence over ``X``."""
+    top = _inspect.top_words(model, vocabulary, n_words)
+    scores, notes = _coherence_scores(model, X, n_words)
     explanation = ("Each topic's heaviest words and their weights (a topic's weights over all "
-                   f"{n_terms} terms sum to 1). Coherence over these {X.shape[0]} documents, "
-                   "whole-document co-occurrence: UMass (at most about 0, higher is better) and "
-                   "NPMI (from -1 to 1, 0 for independent words).")
+                   f"{model.components_.shape[1]} terms sum to 1). Coherence over these "
+                   f"{X.shape[0]} documents, whole-document co-occurrence: UMass (at most "
+                   "about 0, higher is better) and NPMI (from -1 to 1, 0 for independent "
+                   "words).")
     if scores:
         means = ", ".join(f"{label} {values.mean():.3f}" for label, values in scores.items())
         explanation += f" Mean over topics: {means}."
-    sections.append(f'<section id="topics"><h2>Topics</h2><p class="note">'
-                    f'{html.escape(explanation)}</p>'
-                    + "".join(f'<p class="note">{html.escape(note)}</p>' for note in notes)
-                    + _topic_cards(top, scores) + "</section>")
+    return (f'<section id="topics"><h2>Topics</h2><p class="note">'
+            f'{html.escape(explanation)}</p>'
+            + "".join(f'<p class="note">{html.escape(note)}</p>' for note in notes)
+            + _topic_cards(top, scores) + "</section>")
 
-    # ---- sparsity
+
+def _sparsity_section(model, X):
+    """Zero shares and active topics of the word and document codes of ``X``."""
+    n_topics = model.components_.shape[0]
     sparsity = _inspect.code_sparsity(model, X)
     stats = "".join([
         _stat(f"{100 * sparsity['word_zero_share']:.1f} %", "of word-code entries are zero"),
@@ -221,20 +277,18 @@ def report(model, X, path, y=None, *, vocabulary=None, words=None, class_names=N
         _stat(f"{np.mean(sparsity['document_active_topics']):.2f}",
               f"topics per document code, on average (of {n_topics})"),
     ])
-    sections.append(
-        '<section id="sparsity"><h2>Sparsity of the codes</h2>'
-        f'<p class="note">Codes of the {X.shape[0]} documents and their {X.nnz} observed '
-        f'(document, word) pairs, computed with the fitted topics.</p>'
-        f'<div class="stats">{stats}</div>'
-        + _figure_to_img(plotting.plot_active_topics(model, X),
-                         "number of non-zero topics per word code and per document code")
-        + "</section>")
+    return ('<section id="sparsity"><h2>Sparsity of the codes</h2>'
+            f'<p class="note">Codes of the {X.shape[0]} documents and their {X.nnz} observed '
+            f'(document, word) pairs, computed with the fitted topics.</p>'
+            f'<div class="stats">{stats}</div>'
+            + _figure_to_img(plotting.plot_active_topics(model, X),
+                             "number of non-zero topics per word code and per document code")
+            + "</section>")
 
-    # ---- word codes of chosen words
-    chosen = list(words) if words is not None else _default_words(X, y, vocabulary)
-    if chosen:
-        sections.append(
-            '<section id="word-codes"><h2>Word codes of chosen words</h2>'
+
+def _word_codes_section(model, X, chosen, vocabulary):
+    """Heat map of the average word codes of the ``chosen`` words."""
+    return ('<section id="word-codes"><h2>Word codes of chosen words</h2>'
             '<p class="note">Average code of each word over the documents it occurs in: '
             'which topics the word activates, and how strongly (blank: zero). Only topics '
             'that at least one of these words activates are shown.</p>'
@@ -242,33 +296,27 @@ def report(model, X, path, y=None, *, vocabulary=None, words=None, class_names=N
                              "average word codes of chosen words")
             + "</section>")
 
-    # ---- classes
-    if y is not None:
-        parts = ['<section id="classes"><h2>Classes</h2>',
-                 _figure_to_img(plotting.plot_class_codes(model, X, y, class_names),
-                                "average document code per class")]
-        if hasattr(model, "predict") and hasattr(model, "classes_"):
-            parts.append(_figure_to_img(plotting.plot_confusion_matrix(model, X, y, class_names),
-                                        "confusion matrix"))
-        parts.append("</section>")
-        sections.append("".join(parts))
 
+def _classes_section(model, X, y, class_names):
+    """Average document code per class, and a classifier's confusion matrix."""
+    parts = ['<section id="classes"><h2>Classes</h2>',
+             _figure_to_img(plotting.plot_class_codes(model, X, y, class_names),
+                            "average document code per class")]
+    if hasattr(model, "predict") and hasattr(model, "classes_"):
+        parts.append(_figure_to_img(plotting.plot_confusion_matrix(model, X, y, class_names),
+                                    "confusion matrix"))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _page(title, header, sections):
+    """The whole document: head with the inlined style, header, sections, footer."""
     from stc import __version__
 
     created = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    nav = "".join(f'<a href="#{anchor}">{label}</a>' for anchor, label in (
-        ("fit", "Fit"), ("topics", "Topics"), ("sparsity", "Sparsity"),
-        ("word-codes", "Word codes"), ("classes", "Classes"))
-        if anchor != "classes" or y is not None)
-    page = (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
-        f"<header><h1>{html.escape(title)}</h1>"
-        f'<p class="lead">{html.escape(name)} with {n_topics} topics over {n_terms} terms, '
-        f"described on {X.shape[0]} documents.</p><nav>{nav}</nav></header>"
-        + "".join(sections)
-        + f"<footer>Written by stc {html.escape(__version__)} on {created}.</footer>"
-        "</body></html>\n")
-    path.write_text(page, encoding="utf-8")
-    return path
+    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
+            + header + "".join(sections)
+            + f"<footer>Written by stc {html.escape(__version__)} on {created}.</footer>"
+            "</body></html>\n")

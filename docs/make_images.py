@@ -224,7 +224,11 @@ def main(argv=None):
     print(f"wrote {REPORT_PNG.relative_to(ROOT)} ({len(rows)} parameters: "
           f"{', '.join(name for name, _ in rows)})")
     if args.reproduction:
-        make_reproduction_figures()
+        try:
+            make_reproduction_figures()
+        except RuntimeError as error:
+            print(f"python docs/make_images.py: {error}", file=sys.stderr)
+            return 1
         print(f"re-drew {', '.join(str(p.relative_to(ROOT)) for p in REPRODUCTION_FIGURES)}")
     return 0
 

@@ -139,3 +139,54 @@ def test_printed_output_is_what_the_command_prints(page, line, command, expected
     assert checker.check_output(expected, result.stdout, FLAGS), (
         f"{page.name}:{line}: the page shows\n{expected}\nbut `{command}` prints\n"
         f"{result.stdout}")
+
+
+# The README is the front page: short, its two commands verbatim (.ci/run runs them), its
+# Python example runs, and what it leaves to the documentation is on pages of the site.
+README = ROOT / "README.md"
+DEMO_COMMAND = "pip install -e . && python -m stc"
+TEST_COMMAND = "pip install -e '.[test]' && pytest"
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def heading_anchors(page):
+    """The anchors of a Markdown page's headings, as GitHub and MyST name them."""
+    anchors = set()
+    for line in page.read_text(encoding="utf-8").splitlines():
+        heading = re.match(r"^#{1,6}\s+(.*?)\s*$", line)
+        if heading:
+            text = re.sub(r"[^\w\- ]", "", heading.group(1).lower().replace("`", ""))
+            anchors.add(text.replace(" ", "-"))
+    return anchors
+
+
+def test_readme_is_a_front_page():
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 120, f"README.md has {len(lines)} lines; the rest belongs in docs/"
+    # the demo and test commands, each alone on an indented line, as .ci/run runs them
+    assert f"    {DEMO_COMMAND}" in lines and f"    {TEST_COMMAND}" in lines
+    assert f"({TEST_COMMAND})" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    blocks = code_blocks(README)
+    assert [language for language, *_ in blocks] == ["python", "console"]
+    assert len(blocks[0][1].splitlines()) <= 10 and len(blocks[1][1].splitlines()) <= 5
+
+
+def test_readme_links_lead_to_pages_of_the_site():
+    toctree = re.search(r"```\{toctree\}\n(.*?)```", (ROOT / "docs" / "index.md").read_text(
+        encoding="utf-8"), re.S).group(1).split()
+    for target in LINK.findall(README.read_text(encoding="utf-8")):
+        assert "://" not in target, f"README.md links outside the repository: {target}"
+        path, _, anchor = target.partition("#")
+        file = ROOT / path
+        assert file.exists(), f"README.md links to {path}, which does not exist"
+        if file.parent == ROOT / "docs" and file.suffix == ".md" and file.stem != "index":
+            assert file.stem in toctree, f"README.md links to {path}, which is not in the site"
+        if anchor:
+            assert anchor in heading_anchors(file), f"README.md links to {target}: no such heading"
+
+
+@brief_fit
+def test_readme_python_example_runs(tmp_path, monkeypatch, capsys):
+    assert run_python_blocks(README, tmp_path, monkeypatch) == 1
+    printed = capsys.readouterr().out.splitlines()
+    assert 0.0 <= float(printed[-1]) <= 1.0  # the MedSTC accuracy

@@ -26,6 +26,7 @@ from stc import inspect as stc_inspect
 from stc.datasets import load_newsgroups_split
 
 from conftest import brief_fit, optional
+from test_images import load_make_images
 
 IN_CI = os.environ.get("CI") == "true"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -56,6 +57,15 @@ def medstc_page(data, tmp_path_factory):
     path = stc.report(model, X_test, tmp_path_factory.mktemp("report") / "medstc.html", y_test,
                       vocabulary=train.vocabulary, class_names=train.target_names)
     return model, path
+
+
+@pytest.mark.parametrize("which", ["stc_page", "medstc_page"])
+@brief_fit
+def test_parameter_table_lists_exactly_the_estimators_parameters(which, request):
+    model, page = request.getfixturevalue(which)
+    rows = load_make_images().parameter_rows(page)
+    assert [name for name, _ in rows] == sorted(model.get_params())
+    assert all(value for _, value in rows)
 
 
 class PageParts(html.parser.HTMLParser):

@@ -6,7 +6,8 @@
 #    wheel and, as binary wheels only, its dependencies from the registry.
 # 2. From a temporary directory (no source tree on sys.path): `stc --version`, the demo,
 #    OpenMP on, then the test suite against the installed package. The tests are copied
-#    with the repository files they read (docs pages and examples, benchmark scripts).
+#    with the repository files they read (README and the files it links to, .ci/run, docs
+#    pages, examples, the pictures and the script that makes them, benchmark scripts).
 # 3. A second venv with the oldest numpy, scipy and scikit-learn the wheel's metadata
 #    allows (its lower bounds, pinned): the estimator, coding and loss tests.
 set -euo pipefail
@@ -49,8 +50,10 @@ python -c "import stc; assert stc.openmp_enabled(), 'the wheel runs without Open
 python -m pip install -q "$wheel[test]"
 cp -r "$root/tests" .
 mkdir docs benchmarks
-cp "$root"/docs/*.md docs/ && cp -r "$root/docs/examples" docs/
-cp "$root"/benchmarks/*.py benchmarks/
+mkdir .ci && cp "$root/.ci/run" .ci/ && cp "$root/README.md" "$root/CHANGELOG.md" .
+cp "$root"/docs/*.md "$root/docs/make_images.py" docs/
+cp -r "$root/docs/examples" "$root/docs/images" "$root/docs/reproduction" docs/
+cp "$root"/benchmarks/*.py "$root"/benchmarks/*.md benchmarks/
 # conftest.py's report header names the stc the run imports: it must be the installed one.
 # -W error: as the checkout's pytest configuration (pyproject.toml), a warning fails the run
 python -m pytest -p no:cacheprovider -ra -W error tests 2>&1 | tee "$work/pytest.log"

@@ -52,8 +52,7 @@ class CodingProblem:
         return dict(lam=float(self.lambda_), gamma=float(self.gamma), rho=float(self.rho),
                     theta_penalty=PENALTIES[self.theta_penalty],
                     code_penalty=PENALTIES[self.code_penalty], max_iter=int(self.max_iter),
-                    tol=float(self.tol), newton_steps=int(self.newton_steps),
-                    skip_unused=1)
+                    tol=float(self.tol), newton_steps=int(self.newton_steps))
 
     def with_max_iter(self, max_iter):
         """The same problem with another sweep cap."""

@@ -97,7 +97,6 @@ cdef struct CodingParams:
     int max_iter        # sweeps per document
     double tol          # stop at a relative objective decrease under tol
     int newton_steps    # block Newton steps on each theta_k (0: the paper's alternation)
-    int skip_unused     # 1: skip topics whose codes stay 0 (`update_topic_block`); 0 for tests
 
 
 cdef struct LossFailure:
@@ -269,15 +268,6 @@ cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double*
     cdef int passes = 0
     cdef double lam = p.lam, gamma = p.gamma
     cdef int theta_penalty = p.theta_penalty, newton_steps = p.newton_steps
-    # A topic the document does not use (theta_k = 0, every code 0) that would stay
-    # unused: the codes stay 0, and so does theta_k (its slope at 0, pen'(0) - linear_k,
-    # is not negative). The loss plugin's test replaces the solve; the codes, theta_k
-    # and the means come out bit for bit as the full update below leaves them. Most
-    # topics of most documents are such topics once the codes are sparse.
-    if p.skip_unused and t == 0.0 and (newton_steps == 0 or (lam if theta_penalty == PENALTY_L1 else 0.0)
-                     - linear_k >= 0.0) and loss._codes_stay_zero(
-                         n_words, y, b, s_k, means, quad, rho_lin):
-        return 1  # one pass over the words (the test)
     # Hold the rest of each word's mean (all topics but k) in `means`.
     for i in range(n_words):
         means[i] = means[i] - b[i] * s_k[i]

@@ -6,8 +6,6 @@
 # _solve_coordinates is the batch the kernel calls (one topic's words); its
 # default loops over _solve_coordinate, and a final subclass may re-declare it
 # with the same loop so that the C compiler inlines its own closed form.
-# _codes_stay_zero lets the kernel skip a topic whose codes are all zero and would
-# stay zero (a cheap test instead of a solve); the default never claims so.
 
 cdef class CompiledLoss:
     cdef readonly double mean_lower     # the mean must lie in the open interval
@@ -23,6 +21,3 @@ cdef class CompiledLoss:
     cdef void _solve_coordinates(self, Py_ssize_t n, const double* y, const double* b,
                                  const double* mean_rest, double quad, double lin,
                                  double* x, double* curvature) noexcept nogil
-    cdef bint _codes_stay_zero(self, Py_ssize_t n, const double* y, const double* b,
-                               const double* x, const double* mean_rest, double quad,
-                               double lin) noexcept nogil

@@ -113,17 +113,6 @@ cdef class CompiledLoss:
             if x[i] > 0.0:
                 curvature[i] = b[i] * b[i] * self._hessian(y[i], mean_rest[i] + b[i] * x[i])
 
-    cdef bint _codes_stay_zero(self, Py_ssize_t n, const double* y, const double* b,
-                               const double* x, const double* mean_rest, double quad,
-                               double lin) noexcept nogil:
-        """True only if every x[i] is 0 and `_solve_coordinates` would return 0 for each.
-
-        The coding kernel then skips the topic (see `update_topic_block`), so
-        an override must decide exactly as `_solve_coordinates` does; when in
-        doubt it returns False. The default always does: the topic is solved.
-        """
-        return False
-
     cdef double _newton_coordinate(self, double y, double b, double mean_rest,
                                    double quad, double lin, double x_start) noexcept nogil:
         """Minimise h over x >= 0 by Newton steps inside a shrinking bracket.
@@ -335,18 +324,6 @@ cdef class CompiledLoss:
                 self._solve_coordinates(n, &yv[0], &bv[0], &mv[0], quad, lin, &ov[0], &cv[0])
         check_solutions(self, out, [y_arr, b_arr, m_arr, np.full(n, quad), np.full(n, lin)])
         return out
-
-    def codes_stay_zero(self, y, b, x, mean_rest, double quad, double lin):
-        """Python access to `_codes_stay_zero` (for tests): one topic's words, shared quad and lin."""
-        y_arr, b_arr, x_arr, m_arr = [np.ascontiguousarray(a, dtype=np.float64).ravel()
-                                      for a in np.broadcast_arrays(y, b, x, mean_rest)]
-        cdef const double[::1] yv = y_arr, bv = b_arr, xv = x_arr, mv = m_arr
-        cdef Py_ssize_t n = y_arr.shape[0]
-        cdef bint result = True
-        if n:
-            with nogil:
-                result = self._codes_stay_zero(n, &yv[0], &bv[0], &xv[0], &mv[0], quad, lin)
-        return bool(result)
 
     def _solve(self, y, b, mean_rest, quad, lin, x_start, bint generic):
         arrays = np.broadcast_arrays(*[np.asarray(a, dtype=np.float64)

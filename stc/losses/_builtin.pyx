@@ -137,30 +137,6 @@ cdef class PoissonLoss(CompiledLoss):
                                  double* x, double* curvature) noexcept nogil:
         solve_poisson_coordinates(self, n, y, b, mean_rest, quad, lin, x, curvature)
 
-    cdef bint _codes_stay_zero(self, Py_ssize_t n, const double* y, const double* b,
-                               const double* x, const double* mean_rest, double quad,
-                               double lin) noexcept nogil:
-        """`solve_poisson_coordinates`'s zero case for every word, decided the same way.
-
-        With lin >= 0 and quad >= 0 a word with b <= 0 gets the flat root 0, and
-        one with b > 0 and a0 = mean_rest (b + lin) - y b > 0 has a1 >= 0 too,
-        so the solver's first test returns 0: the same products, in the same
-        order, give the same decision.
-        """
-        cdef Py_ssize_t i
-        cdef double bi
-        if not (lin >= 0.0 and quad >= 0.0):
-            return False
-        for i in range(n):
-            if x[i] != 0.0:
-                return False
-            bi = b[i]
-            if bi <= 0.0:
-                continue
-            if not (mean_rest[i] * (bi + lin) - y[i] * bi > 0.0):
-                return False
-        return True
-
 
 @cython.final
 cdef class GaussianLoss(CompiledLoss):

@@ -73,8 +73,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         measured on 20 Newsgroups at K = 50: the sparsest setting within 2
         points of the best accuracy (73 % zero test word codes, 0.662 with a
         LinearSVC on the document codes; ``benchmarks/results_sparsity.md``).
-        The paper's setting, the defaults before, is
-        ``STC(rho=0.01, rho_units="absolute", theta_penalty="l2")``.
+        The paper's setting, the defaults before, is ``STC(rho=0.01,
+        rho_units="absolute", theta_penalty="l2", sweeps_per_iteration=None)``.
     rho_units : {"relative", "absolute"}, default="relative"
         ``"absolute"``: ``rho`` is the weight in objective (2), the paper's
         parameterisation. ``"relative"``: ``rho`` is a weight relative to the
@@ -100,12 +100,24 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     tol : float, default=1e-4
         Stop when the relative decrease of the objective falls under ``tol``.
     inner_max_iter : int, default=50
-        Maximum coding sweeps per document per coding step.
+        Maximum coding sweeps per document when coding documents with fixed
+        topics (``transform``, ``score``, online learning's mini-batches) and
+        in each outer iteration of batch learning when
+        ``sweeps_per_iteration`` is None.
     inner_tol : float, default=1e-4
         Stop coding a document when the relative decrease of its objective
         falls under ``inner_tol``.
     dictionary_max_iter : int, default=3
         Maximum dictionary steps per outer iteration.
+    sweeps_per_iteration : int or None, default=1
+        Batch learning: coding sweeps per document in each outer iteration,
+        warm-started from the codes of the last one. Every sweep decreases
+        objective (2), and the codes converge with the topics over the outer
+        iterations; on 20 Newsgroups at K = 50 one sweep reaches the
+        objective of the paper's exact coding step in about three quarters
+        of the time. None: each outer iteration codes every document until
+        ``inner_tol`` or ``inner_max_iter``: the paper's algorithm, and the
+        only one before this parameter existed.
     n_jobs : int or None, default=None
         Threads for the kernels (None: 1, -1: all). Results do not depend on it.
     random_state : int, RandomState or None, default=None
@@ -221,6 +233,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         "inner_max_iter": [Interval(numbers.Integral, 1, None)],
         "inner_tol": [Interval(numbers.Real, 0, None)],
         "dictionary_max_iter": [Interval(numbers.Integral, 1, None)],
+        "sweeps_per_iteration": [NoneValue(), Interval(numbers.Integral, 1, None)],
         "n_jobs": N_JOBS,
         "random_state": RANDOM_STATE,
         "verbose": [Interval(numbers.Integral, 0, None)],
@@ -237,9 +250,10 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     # setting is rho=0.01, rho_units="absolute", theta_penalty="l2".
     def __init__(self, n_topics=20, *, lambda_=0.1, gamma=None, rho=0.02, rho_units="relative",
                  loss="poisson", theta_penalty="l1", code_penalty="l1", max_iter=100, tol=1e-4,
-                 inner_max_iter=50, inner_tol=1e-4, dictionary_max_iter=3, n_jobs=None,
-                 random_state=None, verbose=0, learning_method="batch", batch_size=256,
-                 learning_decay=0.51, learning_offset=10.0, n_passes=3, topic_averaging=0.5):
+                 inner_max_iter=50, inner_tol=1e-4, dictionary_max_iter=3,
+                 sweeps_per_iteration=1, n_jobs=None, random_state=None, verbose=0,
+                 learning_method="batch", batch_size=256, learning_decay=0.51,
+                 learning_offset=10.0, n_passes=3, topic_averaging=0.5):
         self.n_topics = n_topics
         self.lambda_ = lambda_
         self.gamma = gamma
@@ -253,6 +267,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.inner_max_iter = inner_max_iter
         self.inner_tol = inner_tol
         self.dictionary_max_iter = dictionary_max_iter
+        self.sweeps_per_iteration = sweeps_per_iteration
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose

@@ -40,7 +40,7 @@ from stc._core._sparse_ops import mm_statistics, word_code_sums
 from stc._validation import as_count_matrix
 from stc.coding import code_documents, initial_codes
 from stc.dictionary import CorpusLayout, dictionary_from_draws, initial_dictionary_draws
-from stc.training import count_capped
+from stc.training import count_capped, iteration_problem
 
 
 def is_dask_array(X):
@@ -116,13 +116,15 @@ def _start_codes(partition, n_topics, value):
     return partition.X.nnz
 
 
-def _code(partition, problem, beta, n_jobs):
-    """Coding step on the partition; returns (objective minus loss, capped documents)."""
-    result = code_documents(problem, partition.X, beta, partition.codes, partition.theta,
+def _code(partition, problem, beta, n_jobs, sweeps=None):
+    """Coding step on the partition (`stc.training.CodingStep`'s); returns (objective minus
+    loss, capped documents)."""
+    step_problem = iteration_problem(problem, sweeps)
+    result = code_documents(step_problem, partition.X, beta, partition.codes, partition.theta,
                             n_jobs=n_jobs)
     partition.means = result.means
     return (float(np.sum(result.objective) - np.sum(result.loss)),
-            count_capped(result, problem))
+            count_capped(result, step_problem) if sweeps is None else 0)
 
 
 def _first_sums(partition, loss, n_jobs):
@@ -190,10 +192,12 @@ class DaskTraining:
 
     ``problem_for(count_scale)`` gives the coding problem once the mean count
     of a stored entry of the whole array is known (rho in relative units needs it).
+    ``sweeps``: coding sweeps per document per iteration, as `stc.training.CodingStep`.
     """
 
-    def __init__(self, client, X, loss, problem_for, n_topics, random_state, n_jobs):
-        self.client, self.n_jobs = client, n_jobs
+    def __init__(self, client, X, loss, problem_for, n_topics, random_state, n_jobs,
+                 sweeps=None):
+        self.client, self.n_jobs, self.sweeps = client, n_jobs, sweeps
         self.loss = loss
         n_features = X.shape[1]
         self.parts = _partitions(client, X, self.loss)
@@ -236,7 +240,8 @@ class DaskTraining:
     def coding_step(self, state, iteration):
         beta = self._scatter(self.beta)
         results = self.client.gather([
-            self.client.submit(_code, p, self.problem, beta, self.n_jobs, pure=False)
+            self.client.submit(_code, p, self.problem, beta, self.n_jobs, self.sweeps,
+                               pure=False)
             for p in self.parts])
         self.capped_documents = sum(capped for _, capped in results)
         return sum(others for others, _ in results), None

@@ -292,9 +292,11 @@ def test_stopping_at_max_iter_warns_and_converging_does_not():
 def test_documents_at_the_sweep_cap_warn():
     from sklearn.exceptions import ConvergenceWarning
 
+    # the exact coding step of each outer iteration (sweeps_per_iteration=None) is
+    # expected to meet inner_tol; one that stops at inner_max_iter says so
     with pytest.warns(ConvergenceWarning, match="inner_max_iter=1"):
-        STC(n_topics=3, max_iter=2, inner_max_iter=1, inner_tol=0, random_state=0).fit(
-            small_counts())
+        STC(n_topics=3, max_iter=2, inner_max_iter=1, inner_tol=0, random_state=0,
+            sweeps_per_iteration=None).fit(small_counts())
 
 
 @brief_fit

@@ -8,7 +8,10 @@ They were produced at the estimators' defaults of the time, the paper's paramete
 (rho = 0.01 in absolute units, STC with the l2 penalty on theta). The defaults have since
 moved to the knee of the measured sparsity-accuracy frontier, so every case passes the
 paper's parameters explicitly (PAPER_STC, PAPER_MEDSTC): ``stc_poisson_l2`` and
-``medstc_default`` are the old default fits, reproduced bit for bit.
+``medstc_default`` are the old default fits, reproduced bit for bit. STC's paper
+parameters include ``sweeps_per_iteration=None`` (the exact coding step in every
+outer iteration, the only one before that parameter); ``stc_defaults`` pins
+today's default fit (one coding sweep per outer iteration), added with it.
 
 Bits are pinned only where the package's own code fixes the order of every sum,
 so the pins hold on any CPU. STC's path is the compiled kernels plus numpy's
@@ -33,8 +36,10 @@ from stc import STC, MedSTC
 
 from conftest import brief_fit
 
-# The paper's parameterisation, the defaults before they moved to the frontier's knee.
-PAPER_STC = dict(rho=0.01, rho_units="absolute", theta_penalty="l2")
+# The paper's parameterisation, the defaults before they moved to the frontier's knee
+# (and, for STC, the paper's exact coding step in every outer iteration).
+PAPER_STC = dict(rho=0.01, rho_units="absolute", theta_penalty="l2",
+                 sweeps_per_iteration=None)
 PAPER_MEDSTC = dict(rho=0.01, rho_units="absolute")
 
 PINS = {'medstc_default': {'beta_sum': '0x1.0ff5b9ab358fcp+16',
@@ -57,6 +62,14 @@ PINS = {'medstc_default': {'beta_sum': '0x1.0ff5b9ab358fcp+16',
                                          '0x1.129d1d7717d64p+15',
                                          '0x1.09c5395ed2020p+15'],
                            'theta_sum': '0x1.0e3e50eac5248p+11'},
+ 'stc_defaults': {'beta_sum': '0x1.2beb80c2e77cfp+16',
+                  'objective': ['0x1.c57779392db2cp+19',
+                                '0x1.a8d4b4acb91cap+19',
+                                '0x1.9974532f07b27p+19',
+                                '0x1.9118150480623p+19',
+                                '0x1.8c6935a573377p+19',
+                                '0x1.895d7f4ced503p+19'],
+                  'theta_sum': '0x1.4fae7f89f04d3p+18'},
  'stc_gaussian_l1': {'beta_sum': '0x1.dffffffef6000p+3',
                      'objective': ['0x1.d7502bcc65cb6p+12',
                                    '0x1.cd31fbf42f2c5p+12',
@@ -100,7 +113,10 @@ def cases(train, test, numpy_poisson):
                            X, None, test.data),
         "stc_gaussian_l1": (STC(n_topics=4, max_iter=4, random_state=1, loss="gaussian",
                                 theta_penalty="l1", lambda_=0.5, rho=0.05,
-                                rho_units="absolute"), Xs, None, Xs),
+                                rho_units="absolute", sweeps_per_iteration=None), Xs, None, Xs),
+        # today's defaults: one coding sweep per outer iteration
+        "stc_defaults": (STC(n_topics=6, max_iter=6, random_state=0, n_jobs=2), X, None,
+                         test.data),
         "stc_bernoulli_l2codes": (STC(n_topics=3, max_iter=3, random_state=2, loss="bernoulli",
                                       code_penalty="l2", **PAPER_STC), binary, None, binary),
         "stc_python_loss": (STC(n_topics=3, max_iter=3, random_state=3, loss=numpy_poisson,

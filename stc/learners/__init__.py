@@ -31,6 +31,8 @@ class LearningOptions:
     max_iter: int = 100
     tol: float = 1e-4
     dictionary_max_iter: int = 3
+    # batch learning: coding sweeps per document per outer iteration (None: the problem's rule)
+    sweeps_per_iteration: int = None
     n_jobs: object = None
     verbose: int = 0
     # the user's rho and its units: only to explain a loss that became infinite

@@ -36,7 +36,7 @@ def learn(problem, X, options, *, state=None, coding_step=None, extra_step=None,
     if state is None:
         state = initial_state(X, problem.loss, options.n_topics, options.random_state)
     if coding_step is None:
-        coding_step = CodingStep(problem, options.n_jobs)
+        coding_step = CodingStep(problem, options.n_jobs, options.sweeps_per_iteration)
     progress = (ProgressPrinter(options.tol, options.max_iter, describe=describe)
                 if options.verbose else None)
     try:

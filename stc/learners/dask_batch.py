@@ -21,7 +21,8 @@ def learn(problem_for, X, options, *, client, loss):
     ``options.random_state`` as `stc.dictionary.initial_dictionary` draws them.
     """
     training = DaskTraining(client, X, loss, problem_for, options.n_topics,
-                            options.random_state, options.n_jobs)
+                            options.random_state, options.n_jobs,
+                            sweeps=options.sweeps_per_iteration)
     progress = (DaskProgress(options.tol, options.max_iter, len(training.parts))
                 if options.verbose else None)
     objective, converged, interrupted = alternate(

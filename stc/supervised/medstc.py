@@ -352,8 +352,10 @@ class MedSTC(ClassifierMixin, STC):
     """
 
     _parameter_constraints = {
+        # MedSTC's own coding step (shifted mean, safeguard) codes every document
+        # until inner_tol: STC's sweeps_per_iteration does not apply
         **{name: allowed for name, allowed in STC._parameter_constraints.items()
-           if name not in ONLINE_PARAMETERS},
+           if name not in ONLINE_PARAMETERS and name != "sweeps_per_iteration"},
         "C": [Interval(numbers.Real, 0, MAX_C, closed="neither")],
         "cost": [Interval(numbers.Real, 0, None, closed="neither")],
         "svm_tol": [Interval(numbers.Real, 0, None, closed="neither")],

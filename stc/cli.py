@@ -248,6 +248,10 @@ def _add_model_options(parser):
     model.add_argument("--dictionary-max-iter", type=_number(int, 1), metavar="N",
                        help="dictionary steps per outer iteration "
                             f"({_default('dictionary_max_iter')})")
+    model.add_argument("--sweeps-per-iteration", type=_number(int, 1, allow_none=True),
+                       metavar="N", help="stc: coding sweeps per document in each outer "
+                       "iteration; 'none' codes every document to --inner-tol, the paper's "
+                       f"step (default: {_stc_default('sweeps_per_iteration')})")
     model.add_argument("--random-state", type=_number(int, 0), metavar="SEED",
                        help="seed of the initial topics; give one for a repeatable fit "
                             f"({_default('random_state')}, a fresh seed each run)")
@@ -453,7 +457,7 @@ def _one_line(exc):
 
 _STC_OPTIONS = ("n_topics", "lambda_", "gamma", "rho", "rho_units", "loss", "theta_penalty",
                 "code_penalty", "max_iter", "tol", "inner_max_iter", "inner_tol",
-                "dictionary_max_iter", "random_state", "n_jobs")
+                "dictionary_max_iter", "sweeps_per_iteration", "random_state", "n_jobs")
 _MEDSTC_OPTIONS = ("C", "cost", "svm_tol", "svm_max_iter", "refit_C")
 
 
@@ -467,6 +471,9 @@ def _estimator(args):
         raise CommandError(f"--loss: {given['loss']!r} is not registered; known losses: "
                            f"{', '.join(registered_losses())} (--import a module that "
                            "registers yours)")
+    if args.model == "medstc" and "sweeps_per_iteration" in given:
+        raise CommandError("--sweeps-per-iteration: an stc option (MedSTC codes every document "
+                           "to --inner-tol in each outer iteration)")
     if args.model == "stc":
         if supervised:
             names = ", ".join("--" + n.replace("_", "-") if n != "C" else "--C"

@@ -33,7 +33,9 @@ FORMAT_NAME = "stc-model"
 FORMAT_VERSION = 1
 # Parameters added after format version 1: a file written before one existed (so without
 # it) was fitted with the value given here, which is not always today's default.
-VALUES_BEFORE_THE_PARAMETER = {"rho_units": "absolute"}
+# What a file from before a parameter existed was fitted with (the parameter's default
+# has changed since); given to the estimators that have the parameter.
+VALUES_BEFORE_THE_PARAMETER = {"rho_units": "absolute", "sweeps_per_iteration": None}
 METADATA_MEMBER = "metadata.json"
 ARRAY_SUFFIX = ".npy"
 
@@ -378,9 +380,11 @@ def load(path):
             f"import the module that registers it (stc.losses.register({loss!r}, ...)) before "
             f"loading; registered losses: {registered_losses()}")
     cls = estimator_classes[estimator]
+    accepted = cls().get_params(deep=False)
     for name, value in VALUES_BEFORE_THE_PARAMETER.items():
-        params.setdefault(name, value)
-    unknown = sorted(set(params) - set(cls().get_params(deep=False)))
+        if name in accepted:
+            params.setdefault(name, value)
+    unknown = sorted(set(params) - set(accepted))
     if unknown:
         raise ModelFileError(f"{path} sets parameters {unknown} that this stc's {estimator} does "
                              f"not have (written by stc {metadata.get('package_version')})")

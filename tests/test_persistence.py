@@ -3,12 +3,13 @@ no code run on load."""
 import io
 import json
 import pickle
+import warnings
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 import stc
 import stc.losses
@@ -228,6 +229,31 @@ def test_a_file_from_before_rho_units_is_read_in_absolute_units(tmp_path, newsgr
     loaded = stc.load(old)
     assert loaded.rho_units == "absolute" and loaded.rho == 0.01
     assert np.array_equal(loaded.transform(test.data), model.transform(test.data))
+
+
+def test_a_file_from_before_sweeps_per_iteration_refits_with_the_exact_coding_step(
+        tmp_path, newsgroups):
+    """sweeps_per_iteration came later, with default 1: a file without it was fitted with
+    the exact coding step (None), which a refit of the loaded model must use again."""
+    from stc._persistence import _checksum, read_model_file
+
+    train, _ = newsgroups
+    model = STC(n_topics=3, max_iter=3, random_state=0, sweeps_per_iteration=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(train.data[:300])
+    model.save(tmp_path / "model.stc")
+    _, arrays = read_model_file(tmp_path / "model.stc")
+
+    def drop_sweeps(metadata):
+        del metadata["parameters"]["sweeps_per_iteration"]
+        metadata["checksum"]["value"] = _checksum(metadata, arrays)
+
+    old = _rewrite(tmp_path / "model.stc", tmp_path / "old.stc", change_metadata=drop_sweeps)
+    assert "sweeps_per_iteration" not in read_model_file(old)[0]["parameters"]
+    assert stc.load(old).sweeps_per_iteration is None
+    # MedSTC has no such parameter: its files load without it
+    assert "sweeps_per_iteration" not in MedSTC().get_params()
 
 
 @pytest.mark.parametrize("version, message", [

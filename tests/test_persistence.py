@@ -209,24 +209,30 @@ def test_a_changed_array_fails_the_checksum(tmp_path, stc_file):
         stc.load(edited)
 
 
-def test_a_file_from_before_rho_units_is_read_in_absolute_units(tmp_path, newsgroups):
-    """rho_units came after format version 1 and its default is now "relative": a file
-    without it was fitted with rho in absolute units and must keep them."""
+def _file_from_before(model, tmp_path, parameter):
+    """``model`` saved, then rewritten as a file from before ``parameter`` existed: the
+    parameter dropped from the metadata, the checksum made anew. Returns its path."""
     from stc._persistence import _checksum, read_model_file
 
-    train, test = newsgroups
-    model = STC(n_topics=3, max_iter=3, random_state=0, rho=0.01, rho_units="absolute",
-                theta_penalty="l2").fit(train.data)
     model.save(tmp_path / "model.stc")
     _, arrays = read_model_file(tmp_path / "model.stc")
 
-    def drop_rho_units(metadata):
-        del metadata["parameters"]["rho_units"]
+    def drop(metadata):
+        del metadata["parameters"][parameter]
         metadata["checksum"]["value"] = _checksum(metadata, arrays)
 
-    old = _rewrite(tmp_path / "model.stc", tmp_path / "old.stc", change_metadata=drop_rho_units)
-    assert "rho_units" not in read_model_file(old)[0]["parameters"]
-    loaded = stc.load(old)
+    old = _rewrite(tmp_path / "model.stc", tmp_path / "old.stc", change_metadata=drop)
+    assert parameter not in read_model_file(old)[0]["parameters"]
+    return old
+
+
+def test_a_file_from_before_rho_units_is_read_in_absolute_units(tmp_path, newsgroups):
+    """rho_units came after format version 1 and its default is now "relative": a file
+    without it was fitted with rho in absolute units and must keep them."""
+    train, test = newsgroups
+    model = STC(n_topics=3, max_iter=3, random_state=0, rho=0.01, rho_units="absolute",
+                theta_penalty="l2").fit(train.data)
+    loaded = stc.load(_file_from_before(model, tmp_path, "rho_units"))
     assert loaded.rho_units == "absolute" and loaded.rho == 0.01
     assert np.array_equal(loaded.transform(test.data), model.transform(test.data))
 
@@ -235,23 +241,13 @@ def test_a_file_from_before_sweeps_per_iteration_refits_with_the_exact_coding_st
         tmp_path, newsgroups):
     """sweeps_per_iteration came later, with default 1: a file without it was fitted with
     the exact coding step (None), which a refit of the loaded model must use again."""
-    from stc._persistence import _checksum, read_model_file
-
     train, _ = newsgroups
     model = STC(n_topics=3, max_iter=3, random_state=0, sweeps_per_iteration=None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(train.data[:300])
-    model.save(tmp_path / "model.stc")
-    _, arrays = read_model_file(tmp_path / "model.stc")
-
-    def drop_sweeps(metadata):
-        del metadata["parameters"]["sweeps_per_iteration"]
-        metadata["checksum"]["value"] = _checksum(metadata, arrays)
-
-    old = _rewrite(tmp_path / "model.stc", tmp_path / "old.stc", change_metadata=drop_sweeps)
-    assert "sweeps_per_iteration" not in read_model_file(old)[0]["parameters"]
-    assert stc.load(old).sweeps_per_iteration is None
+    loaded = stc.load(_file_from_before(model, tmp_path, "sweeps_per_iteration"))
+    assert loaded.sweeps_per_iteration is None
     # MedSTC has no such parameter: its files load without it
     assert "sweeps_per_iteration" not in MedSTC().get_params()
 

@@ -24,7 +24,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # what those files report.
 PAPER_STC = dict(rho=0.01, rho_units="absolute", theta_penalty="l2",
                  sweeps_per_iteration=None)
-PAPER_MEDSTC = dict(rho=0.01, rho_units="absolute")
+PAPER_MEDSTC = dict(rho=0.01, rho_units="absolute", sweeps_per_iteration=None)
 # The full corpus sits beside the repository: ../shared/data/20news from its root.
 CORPUS_FROM_ROOT = os.path.join("..", "shared", "data", "20news")
 

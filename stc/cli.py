@@ -249,9 +249,9 @@ def _add_model_options(parser):
                        help="dictionary steps per outer iteration "
                             f"({_default('dictionary_max_iter')})")
     model.add_argument("--sweeps-per-iteration", type=_number(int, 1, allow_none=True),
-                       metavar="N", help="stc: coding sweeps per document in each outer "
-                       "iteration; 'none' codes every document to --inner-tol, the paper's "
-                       f"step (default: {_stc_default('sweeps_per_iteration')})")
+                       metavar="N", help="coding sweeps per document in each outer "
+                       "iteration of batch learning; 'none' codes every document to "
+                       f"--inner-tol, the paper's step ({_default('sweeps_per_iteration')})")
     model.add_argument("--random-state", type=_number(int, 0), metavar="SEED",
                        help="seed of the initial topics; give one for a repeatable fit "
                             f"({_default('random_state')}, a fresh seed each run)")
@@ -471,9 +471,6 @@ def _estimator(args):
         raise CommandError(f"--loss: {given['loss']!r} is not registered; known losses: "
                            f"{', '.join(registered_losses())} (--import a module that "
                            "registers yours)")
-    if args.model == "medstc" and "sweeps_per_iteration" in given:
-        raise CommandError("--sweeps-per-iteration: an stc option (MedSTC codes every document "
-                           "to --inner-tol in each outer iteration)")
     if args.model == "stc":
         if supervised:
             names = ", ".join("--" + n.replace("_", "-") if n != "C" else "--C"

@@ -121,7 +121,7 @@ def _code(partition, problem, beta, n_jobs, sweeps=None):
     loss, capped documents)."""
     step_problem = iteration_problem(problem, sweeps)
     result = code_documents(step_problem, partition.X, beta, partition.codes, partition.theta,
-                            n_jobs=n_jobs)
+                            n_jobs=n_jobs, with_start=False)
     partition.means = result.means
     return (float(np.sum(result.objective) - np.sum(result.loss)),
             count_capped(result, step_problem) if sweeps is None else 0)

@@ -53,7 +53,7 @@ class CodingStep:
 
     def __call__(self, state, iteration):
         result = code_documents(self.problem, state.X, state.beta, state.codes, state.theta,
-                                n_jobs=self.n_jobs)
+                                n_jobs=self.n_jobs, with_start=False)
         state.capped_documents = count_capped(result, self.problem) if self.sweeps is None else 0
         with np.errstate(invalid="ignore"):  # inf - inf: the dictionary step explains it
             return float(np.sum(result.objective) - np.sum(result.loss)), result.means

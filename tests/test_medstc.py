@@ -15,7 +15,7 @@ from stc.supervised import medstc as medstc_module
 from stc.supervised.medstc import (ShiftedMeanCodingStep, SVMStep, medstc_objective,
                                    shifted_mean_term)
 from stc.supervised.svm import primal_objective
-from stc.training import TrainingState
+from stc.training import TrainingState, iteration_problem
 
 from conftest import brief_fit
 
@@ -288,7 +288,9 @@ def test_recorded_objective_is_objective_4(corpus):
     Xv = as_csr(X)
     problem = model._coding_problem()
     codes, theta = initial_codes(Xv, 4)
-    code_documents(problem, Xv, initial_dictionary(Xv, 4, 0), codes, theta)
+    # the iteration's coding step: sweeps_per_iteration sweeps (the default, 2)
+    code_documents(iteration_problem(problem, model.sweeps_per_iteration), Xv,
+                   initial_dictionary(Xv, 4, 0), codes, theta)
     value = medstc_objective(problem, Xv, model.components_, codes, theta, model.joint_coef_,
                              y, model.C, model.cost)
     assert model.objective_[0] == pytest.approx(value, rel=1e-10)

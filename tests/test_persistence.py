@@ -248,8 +248,20 @@ def test_a_file_from_before_sweeps_per_iteration_refits_with_the_exact_coding_st
         model.fit(train.data[:300])
     loaded = stc.load(_file_from_before(model, tmp_path, "sweeps_per_iteration"))
     assert loaded.sweeps_per_iteration is None
-    # MedSTC has no such parameter: its files load without it
-    assert "sweeps_per_iteration" not in MedSTC().get_params()
+
+
+def test_a_medstc_file_from_before_sweeps_per_iteration_loads_with_the_exact_coding_step(
+        tmp_path, newsgroups):
+    """MedSTC got the parameter later still (default 2); its older files coded every
+    document to inner_tol, and load with None."""
+    train, _ = newsgroups
+    model = MedSTC(n_topics=3, max_iter=2, random_state=0, sweeps_per_iteration=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(train.data[::20], train.target[::20])
+    loaded = stc.load(_file_from_before(model, tmp_path, "sweeps_per_iteration"))
+    assert loaded.sweeps_per_iteration is None
+    assert np.array_equal(loaded.predict(train.data[:50]), model.predict(train.data[:50]))
 
 
 @pytest.mark.parametrize("version, message", [

@@ -10,8 +10,9 @@ moved to the knee of the measured sparsity-accuracy frontier, so every case pass
 paper's parameters explicitly (PAPER_STC, PAPER_MEDSTC): ``stc_poisson_l2`` and
 ``medstc_default`` are the old default fits, reproduced bit for bit. STC's paper
 parameters include ``sweeps_per_iteration=None`` (the exact coding step in every
-outer iteration, the only one before that parameter); ``stc_defaults`` pins
-today's default fit (one coding sweep per outer iteration), added with it.
+outer iteration, the only one before that parameter), and so do MedSTC's since
+it got the parameter; ``stc_defaults`` pins today's STC default fit (one coding
+sweep per outer iteration), added with it.
 
 Bits are pinned only where the package's own code fixes the order of every sum,
 so the pins hold on any CPU. STC's path is the compiled kernels plus numpy's
@@ -37,10 +38,10 @@ from stc import STC, MedSTC
 from conftest import brief_fit
 
 # The paper's parameterisation, the defaults before they moved to the frontier's knee
-# (and, for STC, the paper's exact coding step in every outer iteration).
+# (and the paper's exact coding step in every outer iteration).
 PAPER_STC = dict(rho=0.01, rho_units="absolute", theta_penalty="l2",
                  sweeps_per_iteration=None)
-PAPER_MEDSTC = dict(rho=0.01, rho_units="absolute")
+PAPER_MEDSTC = dict(rho=0.01, rho_units="absolute", sweeps_per_iteration=None)
 
 PINS = {'medstc_default': {'beta_sum': '0x1.0ff5b9ab358fcp+16',
                     'coef_sum': '0x1.9e38f3b6dd790p+15',

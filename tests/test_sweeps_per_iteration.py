@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from stc import STC
+from stc import STC, MedSTC
 from stc.coding import code_documents
 from stc.datasets import load_newsgroups_split
 from stc.learners.batch import initial_state
@@ -78,3 +78,52 @@ def test_one_sweep_per_iteration_fits_without_warnings_about_capped_documents(co
 def test_bad_sweeps_per_iteration_is_refused(corpus, bad):
     with pytest.raises((ValueError, TypeError), match="sweeps_per_iteration"):
         STC(n_topics=3, sweeps_per_iteration=bad).fit(corpus)
+
+
+def test_a_single_sweep_without_the_start_objective_codes_the_same(corpus):
+    """with_start=False skips the objective at the start codes of a one-sweep call: the
+    codes, means and objective are the same bits, the start values NaN; a call of more
+    sweeps needs that objective for its stopping rule and still computes it."""
+    model = STC(n_topics=5, random_state=0)
+    X = model._validate_X(corpus, reset=True, loss=model._checked_loss())
+    problem = model._set_count_scale(X)
+    for sweeps in (1, 3):
+        step_problem = iteration_problem(problem, sweeps)
+        outcomes = []
+        for with_start in (True, False):
+            state = initial_state(X, problem.loss, 5, 0)
+            result = code_documents(step_problem, X, state.beta, state.codes, state.theta,
+                                    with_start=with_start)
+            outcomes.append((state.codes, state.theta, result))
+        (codes, theta, full), (codes_, theta_, skipped) = outcomes
+        assert codes.tobytes() == codes_.tobytes() and theta.tobytes() == theta_.tobytes()
+        for name in ("objective", "loss", "means", "n_iter", "passes"):
+            assert getattr(full, name).tobytes() == getattr(skipped, name).tobytes()
+        assert np.all(np.isfinite(full.start_objective))
+        if sweeps == 1:
+            assert np.all(np.isnan(skipped.start_objective))
+            assert np.all(np.isnan(skipped.start_loss))
+        else:
+            assert skipped.start_objective.tobytes() == full.start_objective.tobytes()
+
+
+@brief_fit
+@pytest.mark.parametrize("sweeps", [1, 2, None])
+def test_medstc_objective_never_increases_whatever_the_sweeps(sweeps):
+    """MedSTC's safeguard judges the step the sweeps made: objective (4) never increases."""
+    train, _ = load_newsgroups_split()
+    X, y = train.data[::8], train.target[::8]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no capped-documents warning for a few sweeps
+        warnings.filterwarnings("ignore", "MedSTC stopped at max_iter")
+        model = MedSTC(n_topics=6, max_iter=6, random_state=0,
+                       sweeps_per_iteration=sweeps).fit(X, y)
+    assert model.sweeps_per_iteration == sweeps
+    assert np.all(np.diff(model.objective_) <= 1e-12 * np.abs(model.objective_[1:]))
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "1"])
+def test_medstc_refuses_bad_sweeps_per_iteration(bad):
+    train, _ = load_newsgroups_split()
+    with pytest.raises((ValueError, TypeError), match="sweeps_per_iteration"):
+        MedSTC(n_topics=3, sweeps_per_iteration=bad).fit(train.data[::20], train.target[::20])

@@ -450,7 +450,7 @@ cdef inline void exact_means(const double* s, const double* b, Py_ssize_t n_word
 cdef void sweep_document(CompiledLoss loss, Py_ssize_t n_words, Py_ssize_t n_topics,
                          const double* y, const double* b, double* s, double* m,
                          double* scratch, double* theta_d, const double* linear,
-                         const CodingParams* p, int max_iter,
+                         const CodingParams* p, int max_iter, bint with_start,
                          DocumentResult* out) noexcept nogil:
     """Coordinate sweeps over one document until its objective stops decreasing.
 
@@ -459,7 +459,9 @@ cdef void sweep_document(CompiledLoss loss, Py_ssize_t n_words, Py_ssize_t n_top
     `update_topic_block`), then theta in closed form (`theta_update`).
     ``m`` holds the running means of the words and is kept up to date.
     Stops at once when the loss plugin returns NaN from finite arguments
-    (``out.failure``; the objective is then NaN).
+    (``out.failure``; the objective is then NaN). The objective at the start
+    codes is needed for the stopping rule, and reported; a single sweep whose
+    caller does not need it (``with_start`` false) skips it and reports NaN.
     """
     cdef Py_ssize_t i, k
     cdef double quad, rho_lin, previous, current, loss_part, acc
@@ -467,10 +469,14 @@ cdef void sweep_document(CompiledLoss loss, Py_ssize_t n_words, Py_ssize_t n_top
     # Coordinate problem: l(y, rest + b x) + quad x^2 + lin x, see CompiledLoss.
     quad = p.gamma + (p.rho if p.code_penalty == PENALTY_L2 else 0.0)
     rho_lin = p.rho if p.code_penalty == PENALTY_L1 else 0.0
-    previous = document_objective(loss, n_words, y, m, s, theta_d, linear, n_topics, p,
-                                  &loss_part)
-    if previous != previous:
-        find_nan_loss(loss, n_words, y, m, &out.failure)
+    if with_start or max_iter != 1:
+        previous = document_objective(loss, n_words, y, m, s, theta_d, linear, n_topics, p,
+                                      &loss_part)
+        if previous != previous:
+            find_nan_loss(loss, n_words, y, m, &out.failure)
+    else:
+        previous = NAN
+        loss_part = NAN
     out.start_objective = previous
     out.start_loss = loss_part
     current = previous
@@ -534,7 +540,7 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d, const int[::1] indp
                             const double[:, ::1] beta_t, double[:, ::1] codes, bint has_codes,
                             bint warm, double[:, ::1] theta, double[::1] means, double* work,
                             const double* linear, const CodingParams* p, int max_iter,
-                            DocumentResult* out) noexcept nogil:
+                            bint with_start, DocumentResult* out) noexcept nogil:
     """Code document d, from its stored codes (``warm``) or from its common start value.
 
     ``work`` holds at least (2 K + 1) n_words doubles: the word codes s and the
@@ -575,7 +581,7 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d, const int[::1] indp
             theta_d[k] = start_value
     exact_means(s, b, n_words, n_topics, m)
     sweep_document(loss, n_words, n_topics, y, b, s, m, scratch, theta_d, linear, p, max_iter,
-                   out)
+                   with_start, out)
     if out.failure.kind != FAILURE_NONE:
         return  # the caller raises; the codes are left as they are
     refresh_means(loss, n_words, n_topics, y, b, s, m, scratch, theta_d, linear, p, out)
@@ -588,7 +594,8 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d, const int[::1] indp
 cdef tuple code_corpus(CompiledLoss loss, CodingParams params, const int[::1] indptr,
                        const int[::1] indices, const double[::1] data,
                        const double[:, ::1] beta, codes, double[:, ::1] theta,
-                       double[::1] means, theta_linear, active, bint warm, n_jobs):
+                       double[::1] means, theta_linear, active, bint warm, bint with_start,
+                       n_jobs):
     """Code every document in parallel; the shared body of the two entry points below.
 
     Returns the per-document arrays and, last, None or a dict describing where
@@ -646,7 +653,7 @@ cdef tuple code_corpus(CompiledLoss loss, CodingParams params, const int[::1] in
                                   warm, theta, means, work,
                                   &linear_v[d, 0] if has_linear else NULL, &params,
                                   params.max_iter if not some_inactive or active_v[d] else 0,
-                                  result)
+                                  with_start, result)
                 objective_v[d] = result[0].objective
                 loss_v[d] = result[0].loss_part
                 start_v[d, 0] = result[0].start_objective
@@ -682,7 +689,7 @@ cdef tuple code_corpus(CompiledLoss loss, CodingParams params, const int[::1] in
 def code_documents(CompiledLoss loss, CodingParams params, const int[::1] indptr,
                    const int[::1] indices, const double[::1] data, const double[:, ::1] beta,
                    double[:, ::1] codes, double[:, ::1] theta, double[::1] means,
-                   theta_linear=None, active=None, n_jobs=None):
+                   theta_linear=None, active=None, n_jobs=None, bint with_start=True):
     """Code every document of a CSR matrix in place, warm-started from ``codes`` and ``theta``.
 
     ``codes`` is the (nnz, n_topics) array of word codes, ``theta`` the
@@ -697,10 +704,12 @@ def code_documents(CompiledLoss loss, CodingParams params, const int[::1] indptr
     None, or a dict saying where the loss plugin returned NaN from finite
     arguments (kind: a `_constants` FAILURE_* code, document, entry of X, y,
     mean, and the coordinate problem b, mean_rest, quad, lin); a failing
-    document stops at once, with NaN objective.
+    document stops at once, with NaN objective. Without ``with_start``, a
+    call of one sweep (params.max_iter 1) does not evaluate the objective at
+    the start codes: the start values are NaN.
     """
     return code_corpus(loss, params, indptr, indices, data, beta, codes, theta, means,
-                       theta_linear, active, True, n_jobs)
+                       theta_linear, active, True, with_start, n_jobs)
 
 
 def code_new_documents(CompiledLoss loss, CodingParams params, const int[::1] indptr,
@@ -714,7 +723,7 @@ def code_new_documents(CompiledLoss loss, CodingParams params, const int[::1] in
     the same as `code_documents`.
     """
     return code_corpus(loss, params, indptr, indices, data, beta, codes, theta, means, None,
-                       None, False, n_jobs)
+                       None, False, True, n_jobs)
 
 
 def theta_from_codes(double mean_code, double linear, double n_words, double lam,

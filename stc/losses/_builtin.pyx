@@ -276,12 +276,6 @@ cdef void solve_extreme_coordinates(
                 curvature[i] = b[i] * b[i] * loss._hessian(y[i], mean_rest[i] + b[i] * x[i])
 
 
-# Words per block of `solve_poisson_coordinates`: the indices of a block's words that
-# need the root live on the stack.
-cdef enum:
-    SOLVE_BLOCK = 256
-
-
 cdef void solve_poisson_coordinates(
         PoissonLoss loss, Py_ssize_t n, const double* y, const double* b,
         const double* mean_rest, double quad, double lin, double* x,
@@ -289,65 +283,42 @@ cdef void solve_poisson_coordinates(
     """`solve_closed_form_coordinates` for the Poisson loss, with the same results bit for bit.
 
     The coding kernel's hot loop (the default loss). Against the generic loop
-    it settles the common zero code (b > 0, a1 >= 0, a0 > 0: both roots
-    <= 0, see `poisson_root`) in a first pass over a block of words without
-    a branch on the data: which words are zero is unpredictable (a quarter to
-    a half of them are not), and a mispredicted branch per word cost more than
-    the test. The first pass writes their zeros and lists the other words;
-    the second solves those: b <= 0 (independent of the word, solved once),
-    else `poisson_root` with its extreme-scale guards, whose NaN for extreme
-    inputs is still handed to the generic solver by `solve_extreme_coordinates`.
-    Each word's arithmetic is the same as before, in the same order.
+    it reads each input once into locals (the stores to ``x`` may alias them),
+    solves the b <= 0 problems (independent of the word) once per batch, and
+    settles the common zero code (a1 >= 0, a0 > 0) before any guard; every
+    other word goes through `poisson_root` and its extreme-scale guards, and
+    the NaN it returns for extreme inputs is still handed to the generic
+    solver by `solve_extreme_coordinates`.
     """
-    cdef Py_ssize_t i, first, last, count, c
-    cdef int listed[SOLVE_BLOCK]
-    cdef double starts[SOLVE_BLOCK]
+    cdef Py_ssize_t i
     cdef double yi, bi, ri, tau, a1, a0, root
     cdef double two_quad = 2.0 * quad
     cdef double flat_root = -lin / (2.0 * quad)  # poisson_closed_form's b <= 0 branch
-    cdef bint extreme = False, zero
+    cdef bint extreme = False
     if not flat_root > 0.0:
         flat_root = 0.0
-    first = 0
-    while first < n:
-        last = first + SOLVE_BLOCK if n - first > SOLVE_BLOCK else n
-        count = 0
-        for i in range(first, last):
-            bi = b[i]
-            ri = mean_rest[i]
-            tau = bi + lin
-            a1 = two_quad * ri + bi * tau
-            a0 = ri * tau - y[i] * bi
-            zero = (bi > 0.0) & (a1 >= 0.0) & (a0 > 0.0)
-            # Unconditional stores (a conditional one compiles to the branch this
-            # avoids): the word goes to the list, whose end moves on only if it
-            # is not a zero; its start value is kept for the generic solver.
-            listed[count] = <int> (i - first)
-            starts[count] = x[i]
-            x[i] = 0.0
-            count += not zero
-        for c in range(count):
-            i = first + listed[c]
-            bi = b[i]
-            yi = y[i]
-            ri = mean_rest[i]
-            if bi <= 0.0:
-                x[i] = flat_root
-                if flat_root > 0.0:
-                    curvature[i] = bi * bi * loss._hessian(yi, ri + bi * flat_root)
-                continue
-            tau = bi + lin
-            a1 = two_quad * ri + bi * tau
-            a0 = ri * tau - yi * bi
-            root = poisson_root(yi, bi, ri, quad, lin, tau, a1, a0)
-            if root > 0.0:
-                x[i] = root
-                curvature[i] = bi * bi * loss._hessian(yi, ri + bi * root)
-            elif root == root:
-                x[i] = root
-            else:
-                x[i] = starts[c]  # the generic solver starts from it
-                extreme = True
-        first = last
+    for i in range(n):
+        bi = b[i]
+        if bi <= 0.0:
+            x[i] = flat_root
+            if flat_root > 0.0:
+                curvature[i] = bi * bi * loss._hessian(y[i], mean_rest[i] + bi * flat_root)
+            continue
+        yi = y[i]
+        ri = mean_rest[i]
+        tau = bi + lin
+        a1 = two_quad * ri + bi * tau
+        a0 = ri * tau - yi * bi
+        if a1 >= 0.0 and a0 > 0.0:
+            x[i] = 0.0  # both roots <= 0 (see poisson_root): most codes of a fitted model
+            continue
+        root = poisson_root(yi, bi, ri, quad, lin, tau, a1, a0)
+        if root > 0.0:
+            x[i] = root
+            curvature[i] = bi * bi * loss._hessian(yi, ri + bi * root)
+        elif root == root:
+            x[i] = root
+        else:
+            extreme = True  # keeps its start value for the generic solver
     if extreme:
         solve_extreme_coordinates(loss, n, y, b, mean_rest, quad, lin, x, curvature)

@@ -40,7 +40,7 @@ from stc._core._sparse_ops import mm_statistics, word_code_sums
 from stc._validation import as_count_matrix
 from stc.coding import code_documents, initial_codes
 from stc.dictionary import CorpusLayout, dictionary_from_draws, initial_dictionary_draws
-from stc.training import count_capped, iteration_problem
+from stc.training import iteration_problem, step_capped_documents
 
 
 def is_dask_array(X):
@@ -124,7 +124,7 @@ def _code(partition, problem, beta, n_jobs, sweeps=None):
                             n_jobs=n_jobs, with_start=False)
     partition.means = result.means
     return (float(np.sum(result.objective) - np.sum(result.loss)),
-            count_capped(result, step_problem) if sweeps is None else 0)
+            step_capped_documents(result, step_problem, sweeps))
 
 
 def _first_sums(partition, loss, n_jobs):

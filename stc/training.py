@@ -54,7 +54,7 @@ class CodingStep:
     def __call__(self, state, iteration):
         result = code_documents(self.problem, state.X, state.beta, state.codes, state.theta,
                                 n_jobs=self.n_jobs, with_start=False)
-        state.capped_documents = count_capped(result, self.problem) if self.sweeps is None else 0
+        state.capped_documents = step_capped_documents(result, self.problem, self.sweeps)
         with np.errstate(invalid="ignore"):  # inf - inf: the dictionary step explains it
             return float(np.sum(result.objective) - np.sum(result.loss)), result.means
 
@@ -76,6 +76,15 @@ def iteration_problem(problem, sweeps):
 def count_capped(result, problem):
     """Documents whose coding stopped at the sweep cap before meeting the tolerance."""
     return int(np.count_nonzero(result.n_iter >= problem.max_iter)) if problem.max_iter else 0
+
+
+def step_capped_documents(result, problem, sweeps):
+    """`count_capped` for a coding step of ``sweeps`` sweeps (see `iteration_problem`).
+
+    A step of a fixed number of sweeps stops at that cap by design: it has no
+    capped documents. None (the problem's own rule) counts them.
+    """
+    return count_capped(result, problem) if sweeps is None else 0
 
 
 class DictionaryStep:

@@ -43,7 +43,7 @@ from stc.coding import code_documents, segment_objectives, stc_objective
 from stc.learners import batch
 from stc.supervised.svm import (CuttingPlaneSVM, loss_augmented_predict, multiclass_hinge,
                                 primal_objective, sample_hinges)
-from stc.training import count_capped, iteration_problem
+from stc.training import iteration_problem, step_capped_documents
 
 
 # The SVM's dual variables lie on a simplex of radius C, which the projection
@@ -157,7 +157,7 @@ class ShiftedMeanCodingStep:
         if theta_linear is None:  # first iteration: no classifier yet, plain STC coding
             result = code_documents(self.problem, state.X, state.beta, state.codes,
                                     state.theta, n_jobs=self.n_jobs)
-            state.capped_documents = self._capped(result)
+            state.capped_documents = step_capped_documents(result, self.problem, self.sweeps)
             return float(np.sum(result.objective) - np.sum(result.loss)), result.means
         if self.saved is None:
             self.saved = (np.empty_like(state.codes), np.empty_like(state.theta))
@@ -166,17 +166,13 @@ class ShiftedMeanCodingStep:
         result = code_documents(self.problem, state.X, state.beta, state.codes, state.theta,
                                 theta_linear=theta_linear,
                                 active=self.documents_to_code(iteration), n_jobs=self.n_jobs)
-        state.capped_documents = self._capped(result)
+        state.capped_documents = step_capped_documents(result, self.problem, self.sweeps)
         # The linear term is not part of problem (2): add it back.
         doc_obj = result.objective + np.sum(theta_linear * state.theta, axis=1)
         old_obj = result.start_objective + np.sum(theta_linear * self.saved[1], axis=1)
         doc_obj, doc_loss = self.safeguard(state, result.means, doc_obj, result.loss, old_obj,
                                            result.start_loss)
         return float(np.sum(doc_obj) - np.sum(doc_loss)), result.means
-
-    def _capped(self, result):
-        # a step of a few sweeps stops at its cap by design (see `iteration_problem`)
-        return count_capped(result, self.problem) if self.sweeps is None else 0
 
     def documents_to_code(self, iteration):
         """Which documents the supervised coding step of ``iteration`` codes.

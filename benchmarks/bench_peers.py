@@ -46,6 +46,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import REPO_ROOT, count_matrix, known_terms_only, load_corpus, log  # noqa: E402
+from stc.completion import TOPIC_PSEUDO_COUNT  # noqa: E402
 
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_peers.md")
 # l1-normalised codes have entries ~1/K: the quick check chose C at both ends of 1e-2..1e4
@@ -70,9 +71,10 @@ Protocol (the same for every model):
   also has its own classifier (argmax_y eta_y . theta, what `predict` does): "own";
 - held-out completion: the rule of `STC.score` (`stc.completion`): every second stored
   entry of each test document held out, the other half coded by the model's transform,
-  p(n|d) = 0.99 theta_d . beta_n / sum_k theta_dk + 0.01 u_n with beta each model's
-  topic-word matrix, every row normalised to sum 1, and u the add-one smoothed training
-  term frequencies; log-likelihood per held-out token and perplexity exp(-it);
+  p(n|d) = 0.99 pi_d . beta_n + 0.01 u_n with pi_d = (theta_d / sum_k theta_dk + {pseudo:g})
+  / (1 + {pseudo:g} K) (a pseudo-count per topic, chosen on the training split for all models
+  alike), beta each model's topic-word matrix, every row normalised to sum 1, and u the
+  add-one smoothed training term frequencies; log-likelihood per held-out token and perplexity exp(-it);
 - coherence: mean over the topics of NPMI and UMass of the top 10 words, whole-document
   co-occurrence over the training split (`stc.inspect.coherence`);
 - zero codes: share of exactly zero entries of the test document codes, and of the
@@ -84,7 +86,8 @@ Protocol (the same for every model):
   bound for gensim); in brackets the main process's own peak (`ru_maxrss`), which
   includes loading the corpus. The run table gives the tree's RSS as the fit starts
   (the loaded corpus).
-""".format(c_grid=", ".join(f"{c:g}" for c in SVM_C_GRID), small=SMALL_CODE)
+""".format(c_grid=", ".join(f"{c:g}" for c in SVM_C_GRID), small=SMALL_CODE,
+           pseudo=TOPIC_PSEUDO_COUNT)
 
 
 # ---------------------------------------------------------------------------

@@ -577,12 +577,15 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
         * Poisson loss (``loss.score_kind == "multinomial"``): the mean
           log-likelihood per held-out token, sum_j w_j log p(n_j | d_j) /
-          sum_j w_j, under the multinomial p(n | d) = 0.99 theta_d . beta_n /
-          sum_k theta_dk + 0.01 u_n, where u is the training corpus's term
-          frequencies with one added to every count (``term_counts_``): a
-          term the topics give no weight keeps a small probability instead of
-          log 0, and a document whose codes are all zero gets u itself.
-          exp(-score) is the held-out perplexity;
+          sum_j w_j, under the multinomial p(n | d) = 0.99 pi_d . beta_n +
+          0.01 u_n. pi_d is the document's topic proportions
+          theta_d / sum_k theta_dk with a pseudo-count of 0.007 added to every
+          topic and renormalised (an exact zero says the observed half did not
+          use a topic, not that the other half cannot); u is the training
+          corpus's term frequencies with one added to every count
+          (``term_counts_``): a term the topics give no weight keeps a small
+          probability instead of log 0, and a document whose codes are all
+          zero gets u itself. exp(-score) is the held-out perplexity;
         * any other loss: minus the mean loss per held-out entry at the mean
           theta_d . beta_n; the Bernoulli loss has no held-out score
           (``score_kind == "none"``; ValueError): its held-out entries, all 1

@@ -12,15 +12,26 @@ codes new documents, and the held-out half is scored under those codes:
   Poisson loss), the mean log-likelihood per held-out token of the
   multinomial::
 
-      p(n | d) = (1 - BACKGROUND_WEIGHT) theta_d . beta_n / sum_k theta_dk
-                 + BACKGROUND_WEIGHT u_n,
+      p(n | d) = (1 - BACKGROUND_WEIGHT) pi_d . beta_n + BACKGROUND_WEIGHT u_n,
+      pi_dk = (theta_dk / sum_k theta_dk + TOPIC_PSEUDO_COUNT)
+              / (1 + K TOPIC_PSEUDO_COUNT),
 
-  theta_d . beta_n / sum_k theta_dk being a distribution over the terms
-  because every topic is one. ``u`` is the training corpus's term
+  pi_d . beta_n being a distribution over the terms because pi_d and every
+  topic are. pi_d is the document's topic proportions with a pseudo-count
+  added to every topic, as a symmetric Dirichlet posterior would add it: an
+  exact zero in a sparse code says that the observed half did not use the
+  topic, not that the document's other words cannot come from it, and read
+  literally (no pseudo-count) it gives those words only the background's
+  share. The pseudo-count was chosen on the training split (fit on 80 %,
+  scored on the rest, nothing on the test split) over every model of the
+  peers benchmark, dense and sparse coders alike, at K = 20, 50 and 100:
+  0.007 loses the least on average against the pseudo-count that suits each
+  model best (0.002-0.004 for dense coders, 0.007-0.02 for sparse ones),
+  and has the highest mean log-likelihood (the docs' topic quality page). ``u`` is the training corpus's term
   frequencies with one added to every count (``term_counts_``), so that a
-  term the topics give no weight (or a document whose codes are all zero)
-  gets a small positive probability instead of log 0; a document whose codes
-  are all zero gets ``u`` itself. The score is sum_j w_j log p(n_j | d_j) /
+  term the topics give no weight gets a small positive probability instead
+  of log 0; a document whose codes are all zero (nothing to take
+  proportions of) gets ``u`` itself. The score is sum_j w_j log p(n_j | d_j) /
   sum_j w_j over the held-out entries j with counts w_j: a log-likelihood per
   token, up to the multinomial coefficient, which does not depend on the
   model. exp(-score) is the held-out perplexity;
@@ -41,6 +52,8 @@ import scipy.sparse as sp
 
 # Weight of the smoothed training term frequencies in the completion distribution.
 BACKGROUND_WEIGHT = 0.01
+# Pseudo-count added to every topic's proportion of a document (see the docstring).
+TOPIC_PSEUDO_COUNT = 0.007
 
 
 def split_entries(X):
@@ -71,12 +84,20 @@ def background_frequencies(term_counts):
     return (term_counts + 1.0) / (term_counts.sum() + term_counts.size)
 
 
+def topic_proportions(theta):
+    """pi_d of the module docstring for every row of ``theta`` (rows of zeros stay zero)."""
+    theta = np.asarray(theta, dtype=np.float64)
+    mass = theta.sum(axis=1, keepdims=True)
+    proportions = np.divide(theta, mass, out=np.zeros_like(theta), where=mass > 0)
+    smoothed = (proportions + TOPIC_PSEUDO_COUNT) / (1.0 + theta.shape[1] * TOPIC_PSEUDO_COUNT)
+    return np.where(mass > 0, smoothed, 0.0)
+
+
 def completion_probabilities(theta, beta, background, rows, terms):
     """p(n | d) of the module docstring at the pairs (rows[j], terms[j])."""
-    mass = theta.sum(axis=1)
-    mixture = np.einsum("jk,kj->j", theta[rows], beta[:, terms])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        topical = np.where(mass[rows] > 0, mixture / mass[rows], background[terms])
+    has_code = theta.sum(axis=1) > 0
+    mixture = np.einsum("jk,kj->j", topic_proportions(theta)[rows], beta[:, terms])
+    topical = np.where(has_code[rows], mixture, background[terms])
     return (1.0 - BACKGROUND_WEIGHT) * topical + BACKGROUND_WEIGHT * background[terms]
 
 

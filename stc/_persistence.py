@@ -35,7 +35,8 @@ FORMAT_VERSION = 1
 # it) was fitted with the value given here, which is not always today's default.
 # What a file from before a parameter existed was fitted with (the parameter's default
 # has changed since); given to the estimators that have the parameter.
-VALUES_BEFORE_THE_PARAMETER = {"rho_units": "absolute", "sweeps_per_iteration": None}
+VALUES_BEFORE_THE_PARAMETER = {"rho_units": "absolute", "sweeps_per_iteration": None,
+                               "init": "random"}
 METADATA_MEMBER = "metadata.json"
 ARRAY_SUFFIX = ".npy"
 

@@ -122,6 +122,19 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Threads for the kernels (None: 1, -1: all). Results do not depend on it.
     random_state : int, RandomState or None, default=None
         Seeds the initial topics.
+    init : {"random", "nndsvd"}, default="random"
+        The starting topics. ``"random"``: each topic a few randomly drawn
+        documents mixed with the corpus distribution (the only start before
+        this parameter). ``"nndsvd"`` (in-memory batch learning only; online
+        and Dask learning start from their first batch or partitions and
+        refuse it): from a truncated SVD of the counts, each topic the
+        non-negative part of a singular vector (NNDSVD;
+        `stc.dictionary.nndsvd_dictionary`). On a validation part of the
+        20 Newsgroups training split (K = 50, two seeds) it fitted in fewer
+        outer iterations to more accurate codes, more coherent topics and a
+        higher held-out likelihood than ``"random"`` (docs: "Topic
+        quality"). The SVD runs in BLAS: a fit from it is the same for any
+        ``n_jobs``, but its last bits may differ between BLAS builds.
     verbose : int, default=0
         When > 0, print progress to stderr. Batch learning: one line per
         outer iteration (objective, share of zero codes, elapsed and
@@ -236,6 +249,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         "sweeps_per_iteration": [NoneValue(), Interval(numbers.Integral, 1, None)],
         "n_jobs": N_JOBS,
         "random_state": RANDOM_STATE,
+        "init": [Options("random", "nndsvd")],
         "verbose": [Interval(numbers.Integral, 0, None)],
         "learning_method": [Options("batch", "online")],
         "batch_size": [Interval(numbers.Integral, 1, None)],
@@ -251,7 +265,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     def __init__(self, n_topics=20, *, lambda_=0.1, gamma=None, rho=0.02, rho_units="relative",
                  loss="poisson", theta_penalty="l1", code_penalty="l1", max_iter=100, tol=1e-4,
                  inner_max_iter=50, inner_tol=1e-4, dictionary_max_iter=3,
-                 sweeps_per_iteration=1, n_jobs=None, random_state=None, verbose=0,
+                 sweeps_per_iteration=1, n_jobs=None, random_state=None, init="random", verbose=0,
                  learning_method="batch", batch_size=256, learning_decay=0.51,
                  learning_offset=10.0, n_passes=3, topic_averaging=0.5):
         self.n_topics = n_topics
@@ -270,6 +284,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.sweeps_per_iteration = sweeps_per_iteration
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.init = init
         self.verbose = verbose
         self.learning_method = learning_method
         self.batch_size = batch_size
@@ -341,6 +356,13 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         # `lambda_` ends in an underscore like a fitted attribute; say explicitly.
         return hasattr(self, "components_")
 
+    def _check_init_of_batch_learning(self):
+        """Refuse init='nndsvd' where learning is not in-memory batch learning."""
+        if self.init == "nndsvd":
+            raise ValueError("init='nndsvd' needs in-memory batch learning (learning_method="
+                             "'batch' on a matrix in memory); online and Dask learning start "
+                             "from their data's first batch or partitions: use init='random'")
+
     def _learning_options(self):
         """The parameters the learners read, as `stc.learners.LearningOptions`."""
         params = self.get_params(deep=False)
@@ -355,6 +377,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         loss = self._checked_loss()
         distributed = is_dask_array(X)
         learner = LEARNERS[distributed, self.learning_method]
+        if distributed or self.learning_method == "online":
+            self._check_init_of_batch_learning()
         if distributed:
             check_dask_loss(loss)
             client = current_client()
@@ -414,6 +438,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         start = time.perf_counter()
         loss = self._checked_loss()
         check_online_loss(loss)
+        self._check_init_of_batch_learning()
         first = not hasattr(self, "components_")
         X = self._validate_X(X, reset=first, loss=loss)
         if first:
@@ -449,6 +474,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         start = time.perf_counter()
         loss = self._checked_loss()
         check_online_loss(loss)
+        self._check_init_of_batch_learning()
         if iter(batches) is batches and self.n_passes > 1:
             raise TypeError(f"batches is a one-shot iterator but n_passes={self.n_passes}: "
                             "pass an iterable that can be iterated again (e.g. a list or a "

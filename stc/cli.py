@@ -252,6 +252,10 @@ def _add_model_options(parser):
                        metavar="N", help="coding sweeps per document in each outer "
                        "iteration of batch learning; 'none' codes every document to "
                        f"--inner-tol, the paper's step ({_default('sweeps_per_iteration')})")
+    model.add_argument("--init", choices=("random", "nndsvd"),
+                       help="starting topics: a few random documents per topic (random) or, "
+                            "for batch learning only, a truncated SVD of the counts (nndsvd) "
+                            f"({_default('init')})")
     model.add_argument("--random-state", type=_number(int, 0), metavar="SEED",
                        help="seed of the initial topics; give one for a repeatable fit "
                             f"({_default('random_state')}, a fresh seed each run)")
@@ -457,7 +461,7 @@ def _one_line(exc):
 
 _STC_OPTIONS = ("n_topics", "lambda_", "gamma", "rho", "rho_units", "loss", "theta_penalty",
                 "code_penalty", "max_iter", "tol", "inner_max_iter", "inner_tol",
-                "dictionary_max_iter", "sweeps_per_iteration", "random_state", "n_jobs")
+                "dictionary_max_iter", "sweeps_per_iteration", "init", "random_state", "n_jobs")
 _MEDSTC_OPTIONS = ("C", "cost", "svm_tol", "svm_max_iter", "refit_C")
 
 

@@ -40,6 +40,7 @@ import functools
 
 import numpy as np
 from sklearn.utils import check_random_state
+from sklearn.utils.extmath import randomized_svd
 
 from stc._core._simplex import mm_exact_rows, project_rows_onto_simplex, simplex_multipliers
 from stc._core._sparse_ops import (mm_first_statistics, mm_step_statistics, word_code_sums,
@@ -64,6 +65,42 @@ def initial_dictionary(X, n_topics, random_state, docs_per_topic=5, corpus_share
                                      docs_per_topic)
     sums = [np.asarray(X[docs].sum(axis=0)).ravel() for docs, _ in draws]
     return dictionary_from_draws(corpus, draws, sums, n_topics, corpus_share)
+
+
+def nndsvd_dictionary(X, n_topics, random_state, corpus_share=0.01):
+    """Starting topics from a truncated SVD of the counts (NNDSVD; Boutsidis & Gallopoulos, 2008).
+
+    The k-th singular pair (u, v) of X ~ U S V^T is split into its positive
+    parts (u+, v+) and negative parts (u-, v-), and topic k takes the part
+    whose pair has the larger norm product (a singular vector's sign is
+    arbitrary; the first pair's vectors are of one sign). Entries left at zero
+    get X's mean entry (the "a" variant), terms that never occur stay at zero,
+    and a ``corpus_share`` of the corpus distribution keeps every observed term
+    positive in every topic (a finite Poisson loss at the start). Each topic
+    starts on a direction of the data instead of a few documents: on the
+    20 Newsgroups training split this fits in fewer outer iterations, to more
+    accurate codes and more coherent topics (docs: "Topic quality").
+
+    The SVD is scikit-learn's `randomized_svd` seeded by ``random_state``; its
+    dense steps run in BLAS, so its last bits may depend on the BLAS build.
+    """
+    corpus = np.asarray(X.sum(axis=0), dtype=np.float64).ravel()
+    if corpus.sum() <= 0 or n_topics >= min(X.shape):
+        # nothing to decompose (or fewer directions than topics): the draws' start
+        return initial_dictionary(X, n_topics, random_state)
+    U, _, Vt = randomized_svd(X, n_topics, random_state=check_random_state(random_state))
+    topics = np.abs(Vt)  # the first pair is of one sign
+    for k in range(1, n_topics):
+        u, v = U[:, k], Vt[k]
+        positive = np.linalg.norm(np.maximum(u, 0.0)) * np.linalg.norm(np.maximum(v, 0.0))
+        negative = np.linalg.norm(np.minimum(u, 0.0)) * np.linalg.norm(np.minimum(v, 0.0))
+        topics[k] = np.maximum(v, 0.0) if positive >= negative else np.maximum(-v, 0.0)
+    observed = corpus > 0
+    topics[(topics == 0.0) & observed] = X.sum() / (X.shape[0] * X.shape[1])
+    topics[:, ~observed] = 0.0
+    topics /= topics.sum(axis=1, keepdims=True)
+    beta = (1.0 - corpus_share) * topics + corpus_share * corpus / corpus.sum()
+    return np.ascontiguousarray(beta / beta.sum(axis=1, keepdims=True))
 
 
 def initial_dictionary_draws(nonempty, n_features, n_topics, random_state, docs_per_topic=5):

@@ -28,6 +28,8 @@ class LearningOptions:
 
     n_topics: int
     random_state: object = None
+    # batch learning's starting topics: "random" (document draws) or "nndsvd"
+    init: str = "random"
     max_iter: int = 100
     tol: float = 1e-4
     dictionary_max_iter: int = 3

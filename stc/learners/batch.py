@@ -9,15 +9,21 @@ SVM step (``coding_step``, ``extra_step``).
 import numpy as np
 
 from stc.coding import initial_codes, start_value_in_domain
-from stc.dictionary import CorpusLayout, NonFiniteLossError, initial_dictionary
+from stc.dictionary import (CorpusLayout, NonFiniteLossError, initial_dictionary,
+                            nndsvd_dictionary)
 from stc.learners import LearnedTopics
 from stc.training import (CodingStep, DictionaryStep, ProgressPrinter, TrainingState, alternate,
                           relative_decrease_below)
 
 
-def initial_state(X, loss, n_topics, random_state):
-    """The starting topics (`stc.dictionary.initial_dictionary`) and codes of validated CSR ``X``."""
-    beta = initial_dictionary(X, n_topics, random_state)
+def initial_state(X, loss, n_topics, random_state, init="random"):
+    """The starting topics and codes of validated CSR ``X``.
+
+    ``init="random"``: `stc.dictionary.initial_dictionary` (a few drawn
+    documents per topic); ``"nndsvd"``: `stc.dictionary.nndsvd_dictionary`.
+    """
+    start = nndsvd_dictionary if init == "nndsvd" else initial_dictionary
+    beta = start(X, n_topics, random_state)
     codes, theta = initial_codes(X, n_topics, start_value_in_domain(loss, X, beta))
     return TrainingState(X, CorpusLayout(X), beta, codes, theta)
 
@@ -34,7 +40,8 @@ def learn(problem, X, options, *, state=None, coding_step=None, extra_step=None,
     NaN raises a ValueError saying why (`explain_non_finite_loss`).
     """
     if state is None:
-        state = initial_state(X, problem.loss, options.n_topics, options.random_state)
+        state = initial_state(X, problem.loss, options.n_topics, options.random_state,
+                              options.init)
     if coding_step is None:
         coding_step = CodingStep(problem, options.n_jobs, options.sweeps_per_iteration)
     progress = (ProgressPrinter(options.tol, options.max_iter, describe=describe)

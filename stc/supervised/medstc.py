@@ -377,14 +377,16 @@ class MedSTC(ClassifierMixin, STC):
                  loss="poisson",
                  theta_penalty="l2", code_penalty="l1", max_iter=20, tol=1e-4,
                  inner_max_iter=50, inner_tol=1e-4, dictionary_max_iter=3,
-                 sweeps_per_iteration=2, n_jobs=None, random_state=None, verbose=0):
+                 sweeps_per_iteration=2, n_jobs=None, random_state=None, init="random",
+                 verbose=0):
         super().__init__(n_topics=n_topics, lambda_=lambda_, gamma=gamma, rho=rho,
                          rho_units=rho_units, loss=loss,
                          theta_penalty=theta_penalty, code_penalty=code_penalty,
                          max_iter=max_iter, tol=tol, inner_max_iter=inner_max_iter,
                          inner_tol=inner_tol, dictionary_max_iter=dictionary_max_iter,
                          sweeps_per_iteration=sweeps_per_iteration,
-                         n_jobs=n_jobs, random_state=random_state, verbose=verbose)
+                         n_jobs=n_jobs, random_state=random_state, init=init,
+                         verbose=verbose)
         for name in ONLINE_PARAMETERS:  # STC's online learning is not MedSTC's
             delattr(self, name)
         self.C = C

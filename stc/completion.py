@@ -27,14 +27,15 @@ codes new documents, and the held-out half is scored under those codes:
   peers benchmark, dense and sparse coders alike, at K = 20, 50 and 100:
   0.007 loses the least on average against the pseudo-count that suits each
   model best (0.002-0.004 for dense coders, 0.007-0.02 for sparse ones),
-  and has the highest mean log-likelihood (the docs' topic quality page). ``u`` is the training corpus's term
-  frequencies with one added to every count (``term_counts_``), so that a
-  term the topics give no weight gets a small positive probability instead
-  of log 0; a document whose codes are all zero (nothing to take
-  proportions of) gets ``u`` itself. The score is sum_j w_j log p(n_j | d_j) /
-  sum_j w_j over the held-out entries j with counts w_j: a log-likelihood per
-  token, up to the multinomial coefficient, which does not depend on the
-  model. exp(-score) is the held-out perplexity;
+  and has the highest mean log-likelihood (the docs' topic quality page).
+  ``u`` is the training corpus's term frequencies with one added to every
+  count (``term_counts_``), so that a term the topics give no weight gets a
+  small positive probability instead of log 0; a document whose codes are
+  all zero (nothing to take proportions of) gets ``u`` itself. The score is
+  sum_j w_j log p(n_j | d_j) / sum_j w_j over the held-out entries j with
+  counts w_j: a log-likelihood per token, up to the multinomial
+  coefficient, which does not depend on the model. exp(-score) is the
+  held-out perplexity;
 * for any other loss (``score_kind == "loss"``), minus the mean loss per
   held-out entry at the mean theta_d . beta_n (-inf if such a mean leaves the
   loss's domain);

@@ -130,10 +130,10 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         refuse it): from a truncated SVD of the counts, each topic the
         non-negative part of a singular vector (NNDSVD;
         `stc.dictionary.nndsvd_dictionary`). On a validation part of the
-        20 Newsgroups training split (K = 50, two seeds) it fitted in fewer
-        outer iterations to more accurate codes, more coherent topics and a
-        higher held-out likelihood than ``"random"`` (docs: "Topic
-        quality"). The SVD runs in BLAS: a fit from it is the same for any
+        20 Newsgroups training split it fitted to codes 2-3 points more
+        accurate than ``"random"`` at K = 50 and 100 (at K = 50 with more
+        coherent topics and a higher held-out likelihood too), and 1 point
+        less accurate at K = 20 (docs: "Topic quality"). The SVD runs in BLAS: a fit from it is the same for any
         ``n_jobs``, but its last bits may differ between BLAS builds.
     verbose : int, default=0
         When > 0, print progress to stderr. Batch learning: one line per

@@ -74,7 +74,8 @@ Protocol (the same for every model):
   p(n|d) = 0.99 pi_d . beta_n + 0.01 u_n with pi_d = (theta_d / sum_k theta_dk + {pseudo:g})
   / (1 + {pseudo:g} K) (a pseudo-count per topic, chosen on the training split for all models
   alike), beta each model's topic-word matrix, every row normalised to sum 1, and u the
-  add-one smoothed training term frequencies; log-likelihood per held-out token and perplexity exp(-it);
+  add-one smoothed training term frequencies; log-likelihood per held-out token and
+  perplexity exp(-it);
 - coherence: mean over the topics of NPMI and UMass of the top 10 words, whole-document
   co-occurrence over the training split (`stc.inspect.coherence`);
 - zero codes: share of exactly zero entries of the test document codes, and of the

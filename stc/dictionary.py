@@ -96,7 +96,7 @@ def nndsvd_dictionary(X, n_topics, random_state, corpus_share=0.01):
         negative = np.linalg.norm(np.minimum(u, 0.0)) * np.linalg.norm(np.minimum(v, 0.0))
         topics[k] = np.maximum(v, 0.0) if positive >= negative else np.maximum(-v, 0.0)
     observed = corpus > 0
-    topics[(topics == 0.0) & observed] = X.sum() / (X.shape[0] * X.shape[1])
+    topics[(topics == 0.0) & observed] = corpus.sum() / (X.shape[0] * X.shape[1])
     topics[:, ~observed] = 0.0
     topics /= topics.sum(axis=1, keepdims=True)
     beta = (1.0 - corpus_share) * topics + corpus_share * corpus / corpus.sum()

@@ -36,12 +36,13 @@ from sklearn.utils.validation import check_is_fitted
 from stc._core._dense import row_products
 from stc._persistence import register_estimator
 from stc._stc import ONLINE_PARAMETERS, STC
-from stc.distributed import is_dask_array
+from stc.distributed import check_dask_loss, current_client, is_dask_array
 from stc._validation import (Interval, NoneValue, Options, check_fitted_finite, check_labels,
                              check_training_corpus)
-from stc.learners import batch
+from stc.learners import batch, dask_batch
 from stc.supervised.steps import ShiftedMeanCodingStep, SVMStep
 from stc.supervised.svm import CuttingPlaneSVM
+from stc.training import warn_if_unfinished
 
 
 # The SVM's dual variables lie on a simplex of radius C, which the projection
@@ -208,25 +209,22 @@ class MedSTC(ClassifierMixin, STC):
         self.refit_C = refit_C
 
     def fit(self, X, y):
-        """Learn topics, codes and the classifier from counts ``X`` and labels ``y``."""
+        """Learn topics, codes and the classifier from counts ``X`` and labels ``y``.
+
+        ``X`` may be a dask array of CSR row blocks (the ``[dask]`` extra), as
+        for `STC.fit`: the fit then runs on the current dask.distributed client
+        (`stc.supervised.distributed`), with ``y`` a dask or numpy array of
+        one label per row; the labels, small next to ``X``, are gathered on
+        the client and each partition gets its rows' labels.
+        """
         start = time.perf_counter()
         loss = self._checked_loss()
         if is_dask_array(X):
-            raise TypeError("MedSTC does not fit dask arrays (see 'MedSTC online and "
-                            "distributed' in the algorithms page); compute X first")
+            return self._fit_dask(X, y, loss, start)
         X = self._validate_X(X, reset=True, loss=loss)
         check_training_corpus(X)
         problem = self._set_count_scale(X)
-        y = np.asarray(y)
-        if y.ndim != 1 or y.shape[0] != X.shape[0]:
-            raise ValueError(f"y must be 1-D with one label per document ({X.shape[0]}), "
-                             f"got shape {y.shape}")
-        check_labels(y)
-        check_classification_targets(y)
-        encoder = LabelEncoder().fit(y)
-        if encoder.classes_.size < 2:
-            raise ValueError("MedSTC needs at least 2 classes in y, got 1")
-        y_index = encoder.transform(y)
+        encoder, y_index = self._encoded_labels(y, X.shape[0])
         svm_step = SVMStep(self.C, self.cost, self.svm_tol, self.svm_max_iter, y_index)
         coding_step = ShiftedMeanCodingStep(problem, svm_step, X.shape[0], self.n_jobs,
                                             self.sweeps_per_iteration)
@@ -234,18 +232,76 @@ class MedSTC(ClassifierMixin, STC):
         self._store_fitted(batch.learn(problem, X, self._learning_options(),
                                        coding_step=coding_step, extra_step=svm_step,
                                        describe=coding_step.describe))
-        self.classes_ = encoder.classes_
-        self.joint_coef_ = svm_step.coef
-        self.hinge_ = np.asarray(svm_step.hinge)
-        self.train_accuracy_ = np.asarray(svm_step.accuracy)
-        # iteration 1 codes without labels (no classifier yet): nothing to reject
-        self.rejected_steps_ = np.asarray([0] + coding_step.reverted[:self.n_iter_ - 1])
+        self._store_classifier(encoder, svm_step, coding_step.reverted)
         self.coef_, self.refit_train_accuracy_, self.refit_C_ = self.joint_coef_, None, None
         if self.refit_C is not None:
             self.coef_, self.refit_train_accuracy_, self.refit_C_ = self._refit_classifier(
                 X, y_index)
         self.fit_time_ = time.perf_counter() - start
         return self
+
+    def _fit_dask(self, X, y, loss, start):
+        """`fit` of a dask array of CSR row blocks on the current dask.distributed client."""
+        from stc.supervised.distributed import DaskSupervision
+
+        self._check_init_of_batch_learning()
+        check_dask_loss(loss)
+        if is_dask_array(y):
+            y = y.compute()  # labels of unknown chunk sizes too; aligned below by row
+        rows = X.shape[0] if np.isfinite(X.shape[0]) else None  # else known once computed
+        encoder, y_index = self._encoded_labels(y, rows)
+        client = current_client()
+        supervision = DaskSupervision(y_index, encoder.classes_.size, self.C, self.cost,
+                                      self.svm_tol, self.svm_max_iter, self.n_jobs,
+                                      self.sweeps_per_iteration)
+        self._forget_vocabulary()
+        fitted = dask_batch.learn(self._coding_problem, X, self._learning_options(),
+                                  client=client, loss=loss, steps=supervision)
+        self.n_features_in_ = X.shape[1]
+        self._use_count_scale(fitted.count_scale)
+        self._store_fitted(fitted)
+        self._store_classifier(encoder, supervision, supervision.reverted)
+        self.coef_, self.refit_train_accuracy_, self.refit_C_ = self.joint_coef_, None, None
+        if self.refit_C is not None:
+            mean_square_norm, capped = supervision.refit_codes(self._coding_problem(),
+                                                               self.components_)
+            if capped:  # as transform warns in the fit in memory
+                warn_if_unfinished(self, True, False, capped)
+            self.refit_C_ = (refit_C_of_scale(mean_square_norm) if self.refit_C == "auto"
+                             else float(self.refit_C))
+            self.coef_, self.refit_train_accuracy_ = supervision.refit(self.refit_C_)
+        self.fit_time_ = time.perf_counter() - start
+        return self
+
+    @staticmethod
+    def _encoded_labels(y, n_docs):
+        """(LabelEncoder, class index of each label), ``y`` checked: one label per document.
+
+        ``n_docs`` None: the number of documents is not known yet (a dask
+        array of unknown chunk sizes); the learner checks it.
+        """
+        if y is None:
+            raise ValueError("MedSTC.fit needs the labels y, one per document; got None")
+        y = np.asarray(y)
+        if y.ndim != 1 or (n_docs is not None and y.shape[0] != n_docs):
+            raise ValueError(f"y must be 1-D with one label per document "
+                             f"({'one per row of X' if n_docs is None else n_docs}), "
+                             f"got shape {y.shape}")
+        check_labels(y)
+        check_classification_targets(y)
+        encoder = LabelEncoder().fit(y)
+        if encoder.classes_.size < 2:
+            raise ValueError("MedSTC needs at least 2 classes in y, got 1")
+        return encoder, encoder.transform(y)
+
+    def _store_classifier(self, encoder, svm_step, reverted):
+        """The loop's classifier and its records (``svm_step``: eta, hinge, accuracy)."""
+        self.classes_ = encoder.classes_
+        self.joint_coef_ = svm_step.coef
+        self.hinge_ = np.asarray(svm_step.hinge)
+        self.train_accuracy_ = np.asarray(svm_step.accuracy)
+        # iteration 1 codes without labels (no classifier yet): nothing to reject
+        self.rejected_steps_ = np.asarray([0] + reverted[:self.n_iter_ - 1])
 
     def _refit_svm(self, C):
         """The (unfitted) SVM of the final step, with weight ``C`` (see ``refit_C``)."""

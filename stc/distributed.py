@@ -4,7 +4,8 @@
 The partitions, the workers' side and the client's steps of batch learning
 (`DaskTraining`) and online learning (`DaskOnlineTraining`, described at its
 class); the learners `stc.learners.dask_batch` and `stc.learners.dask_online`
-run them.
+run them. MedSTC adds its labels and steps to `DaskTraining`'s partitions
+(`stc.supervised.distributed`).
 
 Each row block (partition) of the corpus stays on the worker that holds it,
 with its word codes, document codes and means: the (nnz, K) codes never

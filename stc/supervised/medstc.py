@@ -83,7 +83,9 @@ class MedSTC(ClassifierMixin, STC):
     `STC` (with ``max_iter`` defaulting to 20, ``lambda_`` to 30 and
     ``theta_penalty`` to ``"l2"``; ``gamma`` defaults to ``lambda_`` as in
     STC, and ``rho`` to 0.02 in relative units, as in STC), plus those below;
-    its attributes are STC's plus those below.
+    its attributes are STC's plus those below. Learning is batch learning, in
+    memory or, for a dask array of CSR row blocks, on the current
+    dask.distributed client (`fit`); online learning is STC's only.
 
     ``rho=0.02, rho_units="relative"`` is the knee of MedSTC's
     sparsity-accuracy frontier measured on 20 Newsgroups at K = 50: the

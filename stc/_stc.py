@@ -19,7 +19,7 @@ from stc._persistence import register_estimator, save_model
 from stc._validation import (N_JOBS, RANDOM_STATE, InstanceOf, Interval, NoneValue, Options,
                              as_count_matrix, check_fitted_finite, check_input_values,
                              check_training_corpus, validate_params, warn_dominant_count)
-from stc.coding import CodingProblem, code_new_documents
+from stc.coding import CodingProblem, code_known_terms
 from stc.completion import check_scorable, held_out_score, split_entries
 from stc.distributed import check_dask_loss, current_client, is_dask_array
 from stc.learners import LearningOptions, batch, dask_batch, dask_online, online
@@ -543,28 +543,12 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         check_fitted_finite(self, "components_")
         problem = self._coding_problem()
         X = self._validate_X(X, reset=False, loss=problem.loss)
-        beta = self.components_
-        # Terms the topics give no weight (never seen in training) carry no
-        # information: code the documents without them; their word codes are 0.
-        known = beta.sum(axis=0) > 0
-        keep = known[X.indices]
-        Xk = X
-        if not np.all(keep):
-            kept_before = np.concatenate([[0], np.cumsum(keep)]).astype(np.int32)
-            Xk = sp.csr_matrix((X.data[keep], X.indices[keep], kept_before[X.indptr]),
-                               shape=X.shape, copy=False)
-            Xk.indices = Xk.indices.astype(np.int32, copy=False)
-            Xk.indptr = Xk.indptr.astype(np.int32, copy=False)
-        theta, codes, result = code_new_documents(problem, Xk, beta,
-                                                  keep_word_codes=keep_word_codes,
-                                                  n_jobs=self.n_jobs)
+        theta, codes, result = code_known_terms(problem, X, self.components_,
+                                                keep_word_codes=keep_word_codes,
+                                                n_jobs=self.n_jobs)
         capped = count_capped(result, problem)
         if capped:
             warn_if_unfinished(self, True, False, capped)
-        if keep_word_codes and Xk is not X:
-            full = np.zeros((X.nnz, beta.shape[0]))
-            full[np.flatnonzero(keep)] = codes
-            codes = full
         return theta, codes, result, X
 
     def transform(self, X):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
 
 from stc._core import _coding, numpy_coding
 from stc._core._constants import BLOCK_NEWTON_STEPS, PENALTIES
@@ -176,6 +177,31 @@ def code_new_documents(problem, X, beta, *, keep_word_codes=False, n_jobs=None):
         arrays = numpy_coding.code_new_documents(loss, problem.params, X, beta, codes, theta,
                                                  means)
     return theta, codes, _result(arrays, means, loss, X)
+
+
+def code_known_terms(problem, X, beta, *, keep_word_codes=False, n_jobs=None):
+    """`code_new_documents` of CSR ``X`` without the terms no topic gives weight to.
+
+    Such terms (never seen in training) carry no information; the documents
+    are coded without them and their word codes are 0 (rows of zeros when
+    ``keep_word_codes``). Returns (theta, word codes or None, `CodingResult`).
+    """
+    known = beta.sum(axis=0) > 0
+    keep = known[X.indices]
+    Xk = X
+    if not np.all(keep):
+        kept_before = np.concatenate([[0], np.cumsum(keep)]).astype(np.int32)
+        Xk = sp.csr_matrix((X.data[keep], X.indices[keep], kept_before[X.indptr]),
+                           shape=X.shape, copy=False)
+        Xk.indices = Xk.indices.astype(np.int32, copy=False)
+        Xk.indptr = Xk.indptr.astype(np.int32, copy=False)
+    theta, codes, result = code_new_documents(problem, Xk, beta, keep_word_codes=keep_word_codes,
+                                              n_jobs=n_jobs)
+    if keep_word_codes and Xk is not X:
+        full = np.zeros((X.nnz, beta.shape[0]))
+        full[np.flatnonzero(keep)] = codes
+        codes = full
+    return theta, codes, result
 
 
 def segment_objectives(problem, X, beta, old_codes, new_codes, old_theta, new_theta, rows,

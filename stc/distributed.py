@@ -4,7 +4,8 @@
 The partitions, the workers' side and the client's steps of batch learning
 (`DaskTraining`) and online learning (`DaskOnlineTraining`, described at its
 class); the learners `stc.learners.dask_batch` and `stc.learners.dask_online`
-run them.
+run them. MedSTC adds its labels and steps to `DaskTraining`'s partitions
+(`stc.supervised.distributed`).
 
 Each row block (partition) of the corpus stays on the worker that holds it,
 with its word codes, document codes and means: the (nnz, K) codes never
@@ -85,6 +86,8 @@ class Partition:
         # rows coded next and the coded slice (its word codes, until the next)
         self._order = (None, None)
         self.pending = self.coded = None
+        # MedSTC: the partition's labels and supervised state (stc.supervised.distributed)
+        self.supervised = None
 
     @property
     def layout(self):
@@ -142,9 +145,8 @@ def _statistics(partition, loss, beta_t, with_sums, n_jobs):
                          partition.codes, beta_t, n_jobs, with_ratio_sums=with_sums)
 
 
-def _gather_sum(client, futures):
-    """Gather the partitions' results and add them up in partition order."""
-    results = client.gather(futures)
+def _sum_in_order(results):
+    """The partitions' results added up in partition order."""
     total = results[0]
     for result in results[1:]:
         total = tuple(a + b for a, b in zip(total, result)) if isinstance(total, tuple) \
@@ -155,10 +157,11 @@ def _gather_sum(client, futures):
 class DaskProgress:
     """One line per outer iteration on stderr: objective, elapsed and time left."""
 
-    def __init__(self, tol, max_iter, n_partitions):
+    def __init__(self, tol, max_iter, n_partitions, describe=None):
         import time
 
         self.tol, self.max_iter, self.n_partitions = tol, max_iter, n_partitions
+        self.describe = describe  # optional callable(iteration) -> extra text (MedSTC)
         self.clock = time.perf_counter
         self.start = self.clock()
 
@@ -170,21 +173,60 @@ class DaskProgress:
         elapsed = self.clock() - self.start
         left = remaining_iterations(objective, self.tol, self.max_iter)
         eta = "?" if left is None else f"{left * elapsed / iteration:.0f}s"
+        extra = self.describe(iteration) if self.describe is not None else ""
         print(f"iter {iteration:3d}/{self.max_iter}  objective {objective[-1]:.6e}  "
-              f"partitions {self.n_partitions}  elapsed {elapsed:.1f}s  left ~{eta}",
+              f"partitions {self.n_partitions}{extra}  elapsed {elapsed:.1f}s  left ~{eta}",
               file=sys.stderr, flush=True)
 
 
-def _partitions(client, X, loss):
-    """Futures of the `Partition` of every row block of dask array ``X``, in row order."""
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-D, got {X.ndim} dimensions")
-    if len(X.chunks[1]) != 1:
-        raise ValueError("the dask array must be split into row blocks only (one chunk "
-                         f"across its {X.shape[1]} columns): rechunk with "
-                         "X.rechunk({1: -1})")
-    blocks = client.compute(list(X.to_delayed().ravel()))
-    return [client.submit(_prepare, block, loss, X.shape[1], pure=False) for block in blocks]
+class Partitions:
+    """The `Partition` of every row block of dask array ``X``, in row order, on the workers.
+
+    A partition is updated in place by the tasks run on it, so each of them
+    runs on the worker that holds it: Dask's work stealing would otherwise
+    run some on an idle worker, on a copy of the partition, and the update
+    would be lost (with worker processes the state of MedSTC's cutting planes
+    diverged so). A worker lost during the fit therefore leaves its
+    partition's next task waiting for it.
+    """
+
+    def __init__(self, client, X, loss):
+        from distributed import wait
+
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D, got {X.ndim} dimensions")
+        if len(X.chunks[1]) != 1:
+            raise ValueError("the dask array must be split into row blocks only (one chunk "
+                             f"across its {X.shape[1]} columns): rechunk with "
+                             "X.rechunk({1: -1})")
+        self.client = client
+        blocks = client.compute(list(X.to_delayed().ravel()))
+        self.futures = [client.submit(_prepare, block, loss, X.shape[1], pure=False)
+                        for block in blocks]
+        wait(self.futures)
+        for future in self.futures:
+            if future.status == "error":
+                future.result()  # the worker's error (e.g. a block that is not sparse), here
+        holders = client.who_has(self.futures)
+        self.workers = [holders[future.key][0] for future in self.futures]
+
+    def __len__(self):
+        return len(self.futures)
+
+    def submit(self, index, function, *args):
+        """``function(partition, *args)`` on partition ``index``'s worker; returns its future."""
+        return self.client.submit(function, self.futures[index], *args,
+                                  workers=[self.workers[index]], allow_other_workers=False,
+                                  pure=False)
+
+    def run(self, function, *args):
+        """``function(partition, *args)`` on every partition; the results, in partition order."""
+        return self.client.gather([self.submit(i, function, *args) for i in range(len(self))])
+
+    def run_each(self, function, args):
+        """``function(partition, *args[i])`` on each partition i; the results in order."""
+        return self.client.gather([self.submit(i, function, *args_i)
+                                   for i, args_i in enumerate(args)])
 
 
 class DaskTraining:
@@ -200,9 +242,10 @@ class DaskTraining:
         self.client, self.n_jobs, self.sweeps = client, n_jobs, sweeps
         self.loss = loss
         n_features = X.shape[1]
-        self.parts = _partitions(client, X, self.loss)
-        summaries = client.gather([client.submit(_summary, p) for p in self.parts])
-        offsets = np.cumsum([0] + [n for n, _, _, _ in summaries])
+        self.parts = Partitions(client, X, self.loss)
+        summaries = self.parts.run(_summary)
+        self.rows = [int(n) for n, _, _, _ in summaries]  # documents of each partition
+        offsets = np.cumsum([0] + self.rows)
         self.n_docs = int(offsets[-1])
         corpus = np.sum([c for _, c, _, _ in summaries], axis=0)
         self.term_counts = np.asarray(corpus, dtype=np.float64)  # the model's term_counts_
@@ -219,8 +262,7 @@ class DaskTraining:
         for i in range(len(self.parts)):
             requests.append([np.sort(docs[(docs >= offsets[i]) & (docs < offsets[i + 1])])
                              - offsets[i] for docs, _ in draws])
-        partial = client.gather([client.submit(_row_sums, p, r)
-                                 for p, r in zip(self.parts, requests)])
+        partial = self.parts.run_each(_row_sums, [(r,) for r in requests])
         sums = [np.sum([partial[i][k] for i in range(len(self.parts))], axis=0)
                 for k in range(len(draws))]
         self.beta = dictionary_from_draws(corpus, draws, sums, n_topics)
@@ -230,8 +272,7 @@ class DaskTraining:
             largest = self.beta.sum(axis=0)[corpus > 0].max()
             if largest >= 0.5 * upper:
                 value = 0.5 * upper / largest
-        client.gather([client.submit(_start_codes, p, n_topics, value, pure=False)
-                       for p in self.parts])
+        self.parts.run(_start_codes, n_topics, value)
         self.capped_documents = 0
 
     def _scatter(self, array):
@@ -239,18 +280,15 @@ class DaskTraining:
 
     def coding_step(self, state, iteration):
         beta = self._scatter(self.beta)
-        results = self.client.gather([
-            self.client.submit(_code, p, self.problem, beta, self.n_jobs, self.sweeps,
-                               pure=False)
-            for p in self.parts])
+        results = self.parts.run(_code, self.problem, beta, self.n_jobs, self.sweeps)
         self.capped_documents = sum(capped for _, capped in results)
         return sum(others for others, _ in results), None
 
     def dictionary_step(self, state, means, max_iter, tol=1e-4):
         """`stc.dictionary.mm_dictionary_steps` with the sums gathered from the partitions."""
-        client, loss = self.client, self.loss
-        value, plain, weighted_sums = _gather_sum(client, [
-            client.submit(_first_sums, p, loss, self.n_jobs, pure=False) for p in self.parts])
+        loss = self.loss
+        value, plain, weighted_sums = _sum_in_order(self.parts.run(_first_sums, loss,
+                                                                   self.n_jobs))
         if not np.isfinite(value):
             raise ValueError(f"the loss is not finite at the current codes and topics: some "
                              f"mean lies outside the loss's domain {loss.mean_domain}")
@@ -262,9 +300,7 @@ class DaskTraining:
                                        self.n_jobs)
             beta_t = self._scatter(np.ascontiguousarray(candidate.T))
             with_sums = n_steps < max_iter
-            results = client.gather([
-                client.submit(_statistics, p, loss, beta_t, with_sums, self.n_jobs, pure=False)
-                for p in self.parts])
+            results = self.parts.run(_statistics, loss, beta_t, with_sums, self.n_jobs)
             new_value = float(sum(v for v, _ in results))
             if not new_value <= value:
                 break
@@ -446,8 +482,8 @@ class DaskOnlineTraining:
         self.n_topics, self.max_steps = n_topics, max_steps
         self.learning_offset, self.learning_decay = learning_offset, learning_decay
         self.n_features = X.shape[1]
-        self.parts = _partitions(client, X, loss)
-        sizes = client.gather([client.submit(_size, p) for p in self.parts])
+        self.parts = Partitions(client, X, loss)
+        sizes = self.parts.run(_size)
         self.sizes = [rows for rows, _, _ in sizes]
         self.n_docs = int(sum(self.sizes))
         if self.n_docs == 0:
@@ -480,8 +516,7 @@ class DaskOnlineTraining:
         draws = initial_dictionary_draws(nonempty, self.n_features, self.n_topics, self.rng)
         requests = [[np.sort(docs[(docs >= offsets[i]) & (docs < offsets[i + 1])]) - offsets[i]
                      for docs, _ in draws] for i in range(len(self.parts))]
-        partial = self.client.gather([self.client.submit(_online_row_sums, p, r, pure=False)
-                                      for p, r in zip(self.parts, requests)])
+        partial = self.parts.run_each(_online_row_sums, [(r,) for r in requests])
         sums = [np.sum([partial[i][k] for i in range(len(self.parts))], axis=0)
                 for k in range(len(draws))]
         return dictionary_from_draws(counts, draws, sums, self.n_topics)
@@ -491,7 +526,6 @@ class DaskOnlineTraining:
         from stc.online import (BatchOutcome, introduce_terms_by_count, learning_rate,
                                 stochastic_dictionary_step)
 
-        client = self.client
         counts = np.zeros(self.n_features)
         for _, terms, term_counts, _ in selected:
             counts[terms] += term_counts
@@ -501,11 +535,9 @@ class DaskOnlineTraining:
         introduce_terms_by_count(self.beta, counts)
         union = np.flatnonzero(counts > 0)
         positions = [np.searchsorted(union, terms) for _, terms, _, _ in selected]
-        results = client.gather([
-            client.submit(_online_code, part, self.problem,
-                          np.take(self.beta, s[1], axis=1), self.n_jobs, nxt,
-                          self.max_steps > 1, pure=False)
-            for part, s, nxt in zip(self.parts, selected, following)])
+        results = self.parts.run_each(_online_code, [
+            (self.problem, np.take(self.beta, s[1], axis=1), self.n_jobs, nxt,
+             self.max_steps > 1) for s, nxt in zip(selected, following)])
         plain = np.zeros((union.size, self.n_topics))
         weighted = np.zeros((union.size, self.n_topics))
         for (p_sums, w_sums, _, busy, _), where, i in zip(results, positions,
@@ -515,10 +547,9 @@ class DaskOnlineTraining:
             self.busy_seconds[i] += busy
 
         def sums_at(columns):
-            answers = client.gather([
-                client.submit(_online_sums_at, part, self.problem.loss,
-                              _slice_columns(columns, where), self.n_jobs, pure=False)
-                for part, where in zip(self.parts, positions)])
+            answers = self.parts.run_each(_online_sums_at, [
+                (self.problem.loss, _slice_columns(columns, where), self.n_jobs)
+                for where in positions])
             total = np.zeros((union.size, self.n_topics))
             for i, ((sums, busy), where) in enumerate(zip(answers, positions)):
                 _add_rows(total, where, sums)
@@ -546,8 +577,7 @@ class DaskOnlineTraining:
 
         client = self.client
         average = TopicAverage()
-        selected = client.gather([client.submit(_online_select, p, *sel, pure=False)
-                                  for p, sel in zip(self.parts, self._selection(1, 0))])
+        selected = self.parts.run_each(_online_select, self._selection(1, 0))
         pass_objectives, capped = [], 0
         for pass_number in range(1, n_passes + 1):
             total = 0.0
@@ -562,8 +592,8 @@ class DaskOnlineTraining:
                     following = [None] * len(self.parts)
                 if sum(s[0] for s in selected) == 0:  # a round without documents
                     selected = client.gather([
-                        client.submit(_online_select, p, *sel, pure=False)
-                        for p, sel in zip(self.parts, following) if sel is not None])
+                        self.parts.submit(i, _online_select, *sel)
+                        for i, sel in enumerate(following) if sel is not None])
                     continue
                 outcome, selected = self._round(selected, following)
                 if first_averaged is not None and round_index + 1 >= first_averaged:

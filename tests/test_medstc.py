@@ -12,8 +12,8 @@ from stc.dictionary import CorpusLayout
 from stc.losses import PoissonLoss
 from stc.supervised import MedSTC
 from stc.supervised import medstc as medstc_module
-from stc.supervised.medstc import (ShiftedMeanCodingStep, SVMStep, medstc_objective,
-                                   shifted_mean_term)
+from stc.supervised.steps import (ShiftedMeanCodingStep, SVMStep, medstc_objective,
+                                  shifted_mean_term)
 from stc.supervised.svm import primal_objective
 from stc.training import TrainingState, iteration_problem
 

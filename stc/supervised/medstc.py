@@ -5,9 +5,10 @@ Problem (4): minimise over topics, codes and the classifier eta
     objective (2)  +  C R_h(eta; theta)  +  1/2 ||eta||^2,
     R_h = (1/D) sum_d max_y [Delta(y_d, y) + eta_y . theta_d - eta_{y_d} . theta_d],
 
-`medstc_objective` computes it. Training runs the batch learner
-(`stc.learners.batch`, the outer loop `stc.training.alternate`) with two steps
-of its own:
+`stc.supervised.steps.medstc_objective` computes it. Training runs the batch
+learner (`stc.learners.batch`, the outer loop `stc.training.alternate`; for a
+dask array `stc.learners.dask_batch`, with `stc.supervised.distributed`) with
+two steps of its own (`stc.supervised.steps`):
   1. `ShiftedMeanCodingStep`: the same compiled kernel as STC, with theta's
      shifted mean: each document-code step minimises its objective minus
      b_d . theta_d, b_d = (C / D) (eta_{y_d} - eta_{yhat_d}), where yhat_d is the
@@ -32,18 +33,16 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from stc._core._coding import move_along_segments
 from stc._core._dense import row_products
 from stc._persistence import register_estimator
 from stc._stc import ONLINE_PARAMETERS, STC
-from stc.distributed import is_dask_array
+from stc.distributed import check_dask_loss, current_client, is_dask_array
 from stc._validation import (Interval, NoneValue, Options, check_fitted_finite, check_labels,
                              check_training_corpus)
-from stc.coding import code_documents, segment_objectives, stc_objective
-from stc.learners import batch
-from stc.supervised.svm import (CuttingPlaneSVM, loss_augmented_predict, multiclass_hinge,
-                                primal_objective, sample_hinges)
-from stc.training import iteration_problem, step_capped_documents
+from stc.learners import batch, dask_batch
+from stc.supervised.steps import ShiftedMeanCodingStep, SVMStep
+from stc.supervised.svm import CuttingPlaneSVM
+from stc.training import warn_if_unfinished
 
 
 # The SVM's dual variables lie on a simplex of radius C, which the projection
@@ -66,198 +65,12 @@ def auto_refit_C(theta):
     REFIT_C_SCALE itself.
     """
     mean_square_norm = float(np.mean(np.sum(theta * theta, axis=1))) if theta.size else 0.0
+    return refit_C_of_scale(mean_square_norm)
+
+
+def refit_C_of_scale(mean_square_norm):
+    """`auto_refit_C` given mean_d ||theta_d||^2 (a dask array's, summed on its partitions)."""
     return REFIT_C_SCALE / mean_square_norm if mean_square_norm > 0.0 else REFIT_C_SCALE
-
-
-def shifted_mean_term(W, theta, y_index, C, cost):
-    """Linear term b_d = (C / D) (eta_{y_d} - eta_{yhat_d}) of each document-code step.
-
-    With it, the theta closed form of the kernel becomes the paper's shifted
-    mean (Sec. 3): the loss-augmented label yhat_d is fixed at the current
-    theta_d, and the hinge is replaced by its piece for yhat_d.
-    """
-    y_hat = loss_augmented_predict(W, theta, y_index, cost)
-    return (C / theta.shape[0]) * (W[y_index] - W[y_hat])
-
-
-def medstc_objective(problem, X, beta, codes, theta, W, y_index, C, cost, n_jobs=None):
-    """Objective (4) of the paper: objective (2) + C R_h(W; theta) + ||W||^2 / 2."""
-    return (stc_objective(problem, X, beta, codes, theta, n_jobs)
-            + primal_objective(W, theta, y_index, C, cost))
-
-
-class SVMStep:
-    """The classifier step of problem (4): the cutting-plane SVM on the current codes.
-
-    The new eta is kept only if it lowers the SVM block of (4) (so (4) never
-    increases). Returns the block's value, C R_h + ||eta||^2 / 2.
-    """
-
-    def __init__(self, C, cost, tol, max_iter, y_index):
-        self.C, self.cost, self.y_index = C, cost, y_index
-        self.svm = CuttingPlaneSVM(C=C, cost=cost, tol=tol, max_iter=max_iter, warm_start=True)
-        self.coef = None  # eta, read by the coding step through the shifted mean
-        self.hinge, self.accuracy = [], []
-
-    def shifted_mean_term(self, theta):
-        """The coding step's linear term, or None before the first classifier exists."""
-        if self.coef is None:
-            return None
-        return shifted_mean_term(self.coef, theta, self.y_index, self.C, self.cost)
-
-    def hinge_shares(self, theta, rows=None):
-        """Each document's share (C / D) h_d of the hinge term of (4)."""
-        y_index = self.y_index if rows is None else self.y_index[rows]
-        return (self.C / self.y_index.shape[0]) * sample_hinges(self.coef, theta, y_index,
-                                                                self.cost)
-
-    def __call__(self, state, iteration):
-        theta = state.theta
-        self.svm.fit(theta, self.y_index)
-        candidate = self.svm.coef_
-        if self.coef is None or primal_objective(candidate, theta, self.y_index, self.C,
-                                                 self.cost) \
-                <= primal_objective(self.coef, theta, self.y_index, self.C, self.cost):
-            self.coef = candidate.copy()
-        self.hinge.append(multiclass_hinge(self.coef, theta, self.y_index, self.cost))
-        self.accuracy.append(float(np.mean(np.argmax(row_products(theta, self.coef), axis=1)
-                                           == self.y_index)))
-        return self.C * self.hinge[-1] + 0.5 * float(np.sum(self.coef * self.coef))
-
-
-class ShiftedMeanCodingStep:
-    """MedSTC's coding step: STC coding with theta's shifted mean, safeguarded.
-
-    The shifted mean fixes the loss-augmented label before the theta step, so
-    that step minimises a lower bound of the hinge (one of its pieces) and
-    can raise objective (4). `safeguard` therefore compares, per document,
-    objective (2) plus the document's hinge share before and after coding,
-    and moves back towards the old codes where the new ones are worse: with
-    the exact dictionary step and the SVM step (kept only if it lowers the
-    SVM block), objective (4) never increases.
-    """
-
-    MAX_BACKOFF = 8  # longest sit-out of a repeatedly rejected document, in iterations
-    MAX_HALVINGS = 3  # backtracking steps of the safeguard
-
-    def __init__(self, problem, svm_step, n_docs, n_jobs=None, sweeps=None):
-        self.problem = iteration_problem(problem, sweeps)
-        self.svm_step, self.n_jobs, self.sweeps = svm_step, n_jobs, sweeps
-        self.n_docs = n_docs
-        self.reverted, self.shortened, self.skipped = [], [], []
-        # Back-off for documents whose supervised coding step was rejected
-        # (see `documents_to_code`): consecutive rejections, next iteration to try.
-        self.rejections = np.zeros(n_docs, dtype=np.int64)
-        self.next_try = np.zeros(n_docs, dtype=np.int64)
-        self.saved = None  # buffers for the codes before a supervised step (reused)
-        self.active, self.iteration = None, 0
-
-    def __call__(self, state, iteration):
-        theta_linear = self.svm_step.shifted_mean_term(state.theta)
-        if theta_linear is None:  # first iteration: no classifier yet, plain STC coding
-            result = code_documents(self.problem, state.X, state.beta, state.codes,
-                                    state.theta, n_jobs=self.n_jobs)
-            state.capped_documents = step_capped_documents(result, self.problem, self.sweeps)
-            return float(np.sum(result.objective) - np.sum(result.loss)), result.means
-        if self.saved is None:
-            self.saved = (np.empty_like(state.codes), np.empty_like(state.theta))
-        np.copyto(self.saved[0], state.codes)
-        np.copyto(self.saved[1], state.theta)
-        result = code_documents(self.problem, state.X, state.beta, state.codes, state.theta,
-                                theta_linear=theta_linear,
-                                active=self.documents_to_code(iteration), n_jobs=self.n_jobs)
-        state.capped_documents = step_capped_documents(result, self.problem, self.sweeps)
-        # The linear term is not part of problem (2): add it back.
-        doc_obj = result.objective + np.sum(theta_linear * state.theta, axis=1)
-        old_obj = result.start_objective + np.sum(theta_linear * self.saved[1], axis=1)
-        doc_obj, doc_loss = self.safeguard(state, result.means, doc_obj, result.loss, old_obj,
-                                           result.start_loss)
-        return float(np.sum(doc_obj) - np.sum(doc_loss)), result.means
-
-    def documents_to_code(self, iteration):
-        """Which documents the supervised coding step of ``iteration`` codes.
-
-        Late in training the safeguard rejects the shifted-mean codes of most
-        documents (the linearised hinge is a poor model at the kinks where
-        trained documents sit), and coding them again with a slightly changed
-        classifier is mostly rejected again. A document whose step was
-        rejected r times in a row therefore sits out the next
-        min(2^(r-1), MAX_BACKOFF) iterations with its codes unchanged (a
-        block left as it is: objective (4) still cannot increase); any
-        accepted step resets r.
-        """
-        self.iteration = iteration
-        self.active = self.next_try <= iteration
-        self.skipped.append(int(self.n_docs - np.count_nonzero(self.active)))
-        return self.active
-
-    def _record_outcome(self, rejected):
-        coded = self.active
-        self.rejections[coded & ~rejected] = 0
-        now_rejected = coded & rejected
-        self.rejections[now_rejected] += 1
-        wait = np.minimum(2 ** (self.rejections[now_rejected] - 1), self.MAX_BACKOFF)
-        self.next_try[now_rejected] = self.iteration + 1 + wait
-
-    def safeguard(self, state, means, doc_obj, doc_loss, old_obj, old_loss):
-        """Keep, per document, a point that does not raise its share of objective (4).
-
-        ``self.saved`` holds the codes before the coding step, ``old_obj`` and
-        ``old_loss`` their objective (2) and its loss part (with the current
-        topics); ``state.codes``, ``state.theta`` and ``means`` (updated in
-        place) and ``doc_obj``, ``doc_loss`` describe the new codes.
-        Where the shifted-mean codes are worse than the old ones, step back
-        along the segment from the old codes to the new ones (halving the
-        step): the set of codes is convex and so is the document's part of
-        (4), and the new codes lower objective (2) plus the hinge piece of
-        the loss-augmented label, which is the active piece at the old codes,
-        so short steps often decrease (4). Documents with no decreasing
-        step keep their old codes. The trial points are evaluated without
-        being formed (`segment_objectives`); only the chosen one is written.
-        """
-        old_codes, old_theta = self.saved
-        X, codes, theta = state.X, state.codes, state.theta
-        n_docs = X.shape[0]
-        old_total = old_obj + self.svm_step.hinge_shares(old_theta)
-        # "not <=" also catches a non-finite new objective: with the l1 penalty on
-        # theta the linearised hinge can make the coding problem unbounded, and
-        # such codes run off to infinity (see `MedSTC`, theta_penalty).
-        pending = ~(doc_obj + self.svm_step.hinge_shares(theta) <= old_total)
-        n_worse = int(np.sum(pending))
-        steps = np.ones(n_docs)
-        step = 1.0
-        for _ in range(self.MAX_HALVINGS):
-            if not pending.any():
-                break
-            step *= 0.5
-            rows = np.flatnonzero(pending)
-            trial_obj, trial_loss = segment_objectives(
-                self.problem, X, state.beta, old_codes, codes, old_theta, theta, rows,
-                np.full(rows.size, step), self.n_jobs)
-            trial_theta = old_theta[rows] + step * (theta[rows] - old_theta[rows])
-            better = trial_obj + self.svm_step.hinge_shares(trial_theta, rows) <= old_total[rows]
-            accepted = rows[better]
-            steps[accepted] = step
-            doc_obj[accepted] = trial_obj[better]
-            doc_loss[accepted] = trial_loss[better]
-            pending[accepted] = False
-        steps[pending] = 0.0  # no decreasing step: keep the old codes exactly
-        self._record_outcome(pending)
-        doc_obj = np.where(pending, old_obj, doc_obj)
-        doc_loss = np.where(pending, old_loss, doc_loss)
-        moved = np.flatnonzero(steps < 1.0)
-        move_along_segments(X.indptr, X.indices, np.ascontiguousarray(state.beta.T), old_codes,
-                            codes, old_theta, theta, means, moved, steps[moved], self.n_jobs)
-        self.reverted.append(int(np.sum(pending)))
-        self.shortened.append(n_worse - self.reverted[-1])
-        return doc_obj, doc_loss
-
-    def describe(self, iteration):
-        """Progress text: what the safeguard and the back-off did this iteration."""
-        if iteration < 2 or not self.reverted:
-            return ""
-        return (f"  shortened {self.shortened[-1]} kept {self.reverted[-1]} "
-                f"skipped {self.skipped[-1]} docs")
 
 
 @register_estimator
@@ -270,7 +83,9 @@ class MedSTC(ClassifierMixin, STC):
     `STC` (with ``max_iter`` defaulting to 20, ``lambda_`` to 30 and
     ``theta_penalty`` to ``"l2"``; ``gamma`` defaults to ``lambda_`` as in
     STC, and ``rho`` to 0.02 in relative units, as in STC), plus those below;
-    its attributes are STC's plus those below.
+    its attributes are STC's plus those below. Learning is batch learning, in
+    memory or, for a dask array of CSR row blocks, on the current
+    dask.distributed client (`fit`); online learning is STC's only.
 
     ``rho=0.02, rho_units="relative"`` is the knee of MedSTC's
     sparsity-accuracy frontier measured on 20 Newsgroups at K = 50: the
@@ -396,25 +211,22 @@ class MedSTC(ClassifierMixin, STC):
         self.refit_C = refit_C
 
     def fit(self, X, y):
-        """Learn topics, codes and the classifier from counts ``X`` and labels ``y``."""
+        """Learn topics, codes and the classifier from counts ``X`` and labels ``y``.
+
+        ``X`` may be a dask array of CSR row blocks (the ``[dask]`` extra), as
+        for `STC.fit`: the fit then runs on the current dask.distributed client
+        (`stc.supervised.distributed`), with ``y`` a dask or numpy array of
+        one label per row; the labels, small next to ``X``, are gathered on
+        the client and each partition gets its rows' labels.
+        """
         start = time.perf_counter()
         loss = self._checked_loss()
         if is_dask_array(X):
-            raise TypeError("MedSTC does not fit dask arrays (see 'MedSTC online and "
-                            "distributed' in the algorithms page); compute X first")
+            return self._fit_dask(X, y, loss, start)
         X = self._validate_X(X, reset=True, loss=loss)
         check_training_corpus(X)
         problem = self._set_count_scale(X)
-        y = np.asarray(y)
-        if y.ndim != 1 or y.shape[0] != X.shape[0]:
-            raise ValueError(f"y must be 1-D with one label per document ({X.shape[0]}), "
-                             f"got shape {y.shape}")
-        check_labels(y)
-        check_classification_targets(y)
-        encoder = LabelEncoder().fit(y)
-        if encoder.classes_.size < 2:
-            raise ValueError("MedSTC needs at least 2 classes in y, got 1")
-        y_index = encoder.transform(y)
+        encoder, y_index = self._encoded_labels(y, X.shape[0])
         svm_step = SVMStep(self.C, self.cost, self.svm_tol, self.svm_max_iter, y_index)
         coding_step = ShiftedMeanCodingStep(problem, svm_step, X.shape[0], self.n_jobs,
                                             self.sweeps_per_iteration)
@@ -422,18 +234,76 @@ class MedSTC(ClassifierMixin, STC):
         self._store_fitted(batch.learn(problem, X, self._learning_options(),
                                        coding_step=coding_step, extra_step=svm_step,
                                        describe=coding_step.describe))
-        self.classes_ = encoder.classes_
-        self.joint_coef_ = svm_step.coef
-        self.hinge_ = np.asarray(svm_step.hinge)
-        self.train_accuracy_ = np.asarray(svm_step.accuracy)
-        # iteration 1 codes without labels (no classifier yet): nothing to reject
-        self.rejected_steps_ = np.asarray([0] + coding_step.reverted[:self.n_iter_ - 1])
+        self._store_classifier(encoder, svm_step, coding_step.reverted)
         self.coef_, self.refit_train_accuracy_, self.refit_C_ = self.joint_coef_, None, None
         if self.refit_C is not None:
             self.coef_, self.refit_train_accuracy_, self.refit_C_ = self._refit_classifier(
                 X, y_index)
         self.fit_time_ = time.perf_counter() - start
         return self
+
+    def _fit_dask(self, X, y, loss, start):
+        """`fit` of a dask array of CSR row blocks on the current dask.distributed client."""
+        from stc.supervised.distributed import DaskSupervision
+
+        self._check_init_of_batch_learning()
+        check_dask_loss(loss)
+        if is_dask_array(y):
+            y = y.compute()  # labels of unknown chunk sizes too; aligned below by row
+        rows = X.shape[0] if np.isfinite(X.shape[0]) else None  # else known once computed
+        encoder, y_index = self._encoded_labels(y, rows)
+        client = current_client()
+        supervision = DaskSupervision(y_index, encoder.classes_.size, self.C, self.cost,
+                                      self.svm_tol, self.svm_max_iter, self.n_jobs,
+                                      self.sweeps_per_iteration)
+        self._forget_vocabulary()
+        fitted = dask_batch.learn(self._coding_problem, X, self._learning_options(),
+                                  client=client, loss=loss, steps=supervision)
+        self.n_features_in_ = X.shape[1]
+        self._use_count_scale(fitted.count_scale)
+        self._store_fitted(fitted)
+        self._store_classifier(encoder, supervision, supervision.reverted)
+        self.coef_, self.refit_train_accuracy_, self.refit_C_ = self.joint_coef_, None, None
+        if self.refit_C is not None:
+            mean_square_norm, capped = supervision.refit_codes(self._coding_problem(),
+                                                               self.components_)
+            if capped:  # as transform warns in the fit in memory
+                warn_if_unfinished(self, True, False, capped)
+            self.refit_C_ = (refit_C_of_scale(mean_square_norm) if self.refit_C == "auto"
+                             else float(self.refit_C))
+            self.coef_, self.refit_train_accuracy_ = supervision.refit(self.refit_C_)
+        self.fit_time_ = time.perf_counter() - start
+        return self
+
+    @staticmethod
+    def _encoded_labels(y, n_docs):
+        """(LabelEncoder, class index of each label), ``y`` checked: one label per document.
+
+        ``n_docs`` None: the number of documents is not known yet (a dask
+        array of unknown chunk sizes); the learner checks it.
+        """
+        if y is None:
+            raise ValueError("MedSTC.fit needs the labels y, one per document; got None")
+        y = np.asarray(y)
+        if y.ndim != 1 or (n_docs is not None and y.shape[0] != n_docs):
+            raise ValueError(f"y must be 1-D with one label per document "
+                             f"({'one per row of X' if n_docs is None else n_docs}), "
+                             f"got shape {y.shape}")
+        check_labels(y)
+        check_classification_targets(y)
+        encoder = LabelEncoder().fit(y)
+        if encoder.classes_.size < 2:
+            raise ValueError("MedSTC needs at least 2 classes in y, got 1")
+        return encoder, encoder.transform(y)
+
+    def _store_classifier(self, encoder, svm_step, reverted):
+        """The loop's classifier and its records (``svm_step``: eta, hinge, accuracy)."""
+        self.classes_ = encoder.classes_
+        self.joint_coef_ = svm_step.coef
+        self.hinge_ = np.asarray(svm_step.hinge)
+        self.train_accuracy_ = np.asarray(svm_step.accuracy)
+        # iteration 1 codes without labels (no classifier yet): nothing to reject
+        self.rejected_steps_ = np.asarray([0] + reverted[:self.n_iter_ - 1])
 
     def _refit_svm(self, C):
         """The (unfitted) SVM of the final step, with weight ``C`` (see ``refit_C``)."""

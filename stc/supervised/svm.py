@@ -396,6 +396,19 @@ class _Problem:
     def n_dims(self):
         return self.n_classes * self.X.shape[1]
 
+    @property
+    def n_features(self):
+        return self.X.shape[1]
+
+    @property
+    def labelling_length(self):
+        """Entries of a labelling as the working set stores it: one per sample."""
+        return self.X.shape[0]
+
+    def largest_norm(self):
+        """The largest Euclidean norm of a sample (for the precision warning)."""
+        return float(np.sqrt(np.max(np.einsum("ij,ij->i", self.X, self.X), initial=0.0)))
+
     def cuts(self, labellings):
         return _build_cuts(labellings, self.X, self.y_index, self.s, self.cost, self.n_classes)
 
@@ -472,7 +485,7 @@ def _cutting_plane(problem, ws, eps, qp_tol, max_iter, qp_max_iter, verbose):
 
 
 def _precision_message(primal, dual, C, eps, problem):
-    largest = float(np.sqrt(np.max(np.einsum("ij,ij->i", problem.X, problem.X), initial=0.0)))
+    largest = problem.largest_norm()
     return (f"the duality gap cannot be certified below {primal - dual:.3g} in double "
             f"precision (asked for {1.01 * C * eps:.3g}): the dual works with numbers of "
             f"size C^2 ||x||^2 = {C * C * largest * largest:.3g}. Lower C or scale the "
@@ -613,6 +626,18 @@ class CuttingPlaneSVM(ClassifierMixin, BaseEstimator):
             )
         problem = _Problem(X, y_index, _hinge_weights(sample_weight, y_index),
                            classes.shape[0], float(self.C), float(self.cost))
+        return self.fit_problem(problem, classes)
+
+    def fit_problem(self, problem, classes):
+        """Fit on a validated problem: `fit`'s work after its checks.
+
+        ``problem`` is `fit`'s ``_Problem`` or an object with the same
+        attributes and methods (C, cost, n_classes, n_dims, n_features,
+        labelling_length, cuts, most_violated, largest_norm), such as the cuts
+        summed over a dask array's partitions (`stc.supervised.distributed`):
+        the cutting-plane loop only sees cut constants and gradients. There a
+        labelling is stored as one key (``labelling_length`` 1).
+        """
         eps = float(self.tol) * problem.cost
         ws = self._initial_working_set(problem, classes)
         W, primal, dual, n_iter, why = _cutting_plane(
@@ -637,16 +662,17 @@ class CuttingPlaneSVM(ClassifierMixin, BaseEstimator):
     def _initial_working_set(self, problem, classes):
         """The zero cut, plus with ``warm_start`` the previous fit's cuts (see the module doc)."""
         C = problem.C
-        ws = _WorkingSet(problem.n_dims, problem.X.shape[0], C)
+        ws = _WorkingSet(problem.n_dims, problem.labelling_length, C)
         warm = (
             self.warm_start
             and hasattr(self, "coef_")
-            and self.coef_.shape == (problem.n_classes, problem.X.shape[1])
+            and self.coef_.shape == (problem.n_classes, problem.n_features)
             and np.array_equal(self.classes_, classes)
         )
         if not warm:
             return ws
-        if self._labellings.shape[1] == problem.X.shape[0] and self._labellings.shape[0] > 0:
+        if (self._labellings.shape[1] == problem.labelling_length
+                and self._labellings.shape[0] > 0):
             # Re-evaluate the previous cuts (labellings) on the new data.
             c_new, G_new = problem.cuts(self._labellings.astype(np.intp))
             alpha = _project_capped(self._alpha_cuts * (C / self._C_fit), C)

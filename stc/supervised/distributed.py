@@ -1,0 +1,330 @@
+"""MedSTC on a Dask cluster: `MedSTC.fit` of a dask array of CSR row blocks.
+
+The unsupervised half is STC's (`stc.distributed.DaskTraining`: the
+partitions, the dictionary step); this module adds the labels and MedSTC's
+two steps of its own, run by the learner `stc.learners.dask_batch` as
+`stc.learners.batch` runs them in memory (`DaskSupervision` is its
+``steps``). Per outer iteration:
+
+* coding: the client scatters beta and eta once; each worker runs
+  `stc.supervised.steps.ShiftedMeanCodingStep` on its partition (the shifted
+  mean, the per-document safeguard and back-off, whose state stays with the
+  documents) and returns its share of the objective and of the safeguard's
+  counts; the (nnz, K) word codes and the document codes never travel;
+* the dictionary step, STC's;
+* the SVM step: `stc.supervised.svm.CuttingPlaneSVM` on `DaskCuts`. A cutting
+  plane (the most violated labelling at eta) has the constant
+  c = sum_d s_d Delta(y_d, ybar_d) and the gradient G = sum_d s_d (phi(theta_d,
+  y_d) - phi(theta_d, ybar_d)), sums over documents: each worker finds its
+  documents' labels ybar_d and returns its partial c, G and hinge; the client
+  adds them up (in partition order) and solves the small QP. A labelling
+  stays on the workers (each keeps its documents' part under a key); the
+  working set holds keys.
+
+After the loop the refit on label-free codes (``refit_C``) codes every
+partition as `transform` codes documents, keeps those codes on the worker and
+runs the same distributed SVM on them.
+
+Each document's arithmetic is that of the fit in memory; only the sums over
+documents are taken partition by partition, so the fit agrees with ``fit`` on
+the whole matrix up to floating-point reduction order (a test checks the
+objective path and the classifiers to 1e-9).
+"""
+import numpy as np
+
+from stc._core._dense import dot, row_products
+from stc.coding import code_known_terms
+from stc.supervised.steps import HingeTerm, ShiftedMeanCodingStep
+from stc.supervised.svm import CuttingPlaneSVM, _build_cuts, _loss_matrix, _oracle
+from stc.training import TrainingState, count_capped
+
+# The document codes the SVM is trained on: those of the loop, or the refit's label-free ones.
+JOINT, REFIT = "joint", "refit"
+
+
+class PartitionLabels:
+    """A partition's labels and MedSTC's state for its documents; lives on its worker."""
+
+    def __init__(self, y_index, n_classes, n_docs, C, cost, problem, n_jobs, sweeps):
+        self.n_classes, self.cost = n_classes, cost
+        self.hinge = HingeTerm(C, cost, y_index, n_docs)
+        self.coding = ShiftedMeanCodingStep(problem, self.hinge, y_index.shape[0], n_jobs,
+                                            sweeps)
+        # s_d of the averaged hinge (1 / D, D the whole corpus's) and Delta, as the
+        # in-memory SVM builds them for all documents
+        self.weights = np.full(y_index.shape[0], 1.0 / n_docs)
+        self.delta = _loss_matrix(y_index, n_classes, cost)
+        self.refit_theta = None
+        # the partition's part of each labelling of the SVM's working sets, by key
+        self.labellings = {JOINT: {}, REFIT: {}}
+
+    @property
+    def y_index(self):
+        return self.hinge.y_index
+
+
+def _attach_labels(partition, y_index, n_classes, n_docs, C, cost, problem, n_jobs, sweeps):
+    if y_index.shape[0] != partition.X.shape[0]:  # the client split y by the partitions' rows
+        raise ValueError(f"a partition of {partition.X.shape[0]} documents got "
+                         f"{y_index.shape[0]} labels")
+    partition.supervised = PartitionLabels(y_index, n_classes, n_docs, C, cost, problem,
+                                           n_jobs, sweeps)
+
+
+def _supervised_code(partition, beta, coef, iteration):
+    """MedSTC's coding step on the partition; returns (objective minus loss, capped, counts).
+
+    ``counts`` are the safeguard's (rejected, shortened, skipped) documents,
+    None in an iteration without a classifier (plain STC coding).
+    """
+    labels = partition.supervised
+    labels.hinge.coef = coef
+    state = TrainingState(partition.X, None, beta, partition.codes, partition.theta)
+    others, partition.means = labels.coding(state, iteration)
+    coding = labels.coding
+    counts = (None if coef is None else
+              (coding.reverted[-1], coding.shortened[-1], coding.skipped[-1]))
+    return others, state.capped_documents, counts
+
+
+def _svm_codes(partition, which):
+    return partition.theta if which == JOINT else partition.supervised.refit_theta
+
+
+def _most_violated(partition, which, W, key):
+    """The partition's part of the most violated labelling at ``W``, kept under ``key``.
+
+    Returns (sum_d s_d h_d, keys of the kept labellings equal to it on this
+    partition, the partition's c and G of its cut): the client adds them up.
+    """
+    labels = partition.supervised
+    theta = _svm_codes(partition, which)
+    ybar, hinge = _oracle(W.reshape(labels.n_classes, -1), theta, labels.y_index, labels.cost,
+                          labels.delta)
+    kept = labels.labellings[which]
+    same = {k for k, labelling in kept.items() if np.array_equal(labelling, ybar)}
+    kept[key] = ybar.astype(np.int32)
+    c, G = _build_cuts(ybar[None, :], theta, labels.y_index, labels.weights, labels.cost,
+                       labels.n_classes)
+    return dot(labels.weights, hinge), same, c, G
+
+
+def _cuts(partition, which, keys):
+    """The partition's c and G of the kept labellings ``keys`` at its current codes."""
+    labels = partition.supervised
+    kept = labels.labellings[which]
+    labellings = np.array([kept[k] for k in keys], dtype=np.intp).reshape(len(keys), -1)
+    return _build_cuts(labellings, _svm_codes(partition, which), labels.y_index,
+                       labels.weights, labels.cost, labels.n_classes)
+
+
+def _keep_labellings(partition, which, keys):
+    kept = partition.supervised.labellings[which]
+    for key in set(kept) - set(keys):
+        del kept[key]
+
+
+def _largest_square_norm(partition, which):
+    theta = _svm_codes(partition, which)
+    return float(np.max(np.einsum("ij,ij->i", theta, theta), initial=0.0))
+
+
+def _hinge_sums(partition, which, coefs):
+    """(sum_d h_d, correct predictions) of the partition's codes for each eta of ``coefs``."""
+    labels = partition.supervised
+    theta = _svm_codes(partition, which)
+    out = []
+    for W in coefs:
+        hinge = _oracle(W, theta, labels.y_index, labels.cost, labels.delta)[1]
+        correct = np.argmax(row_products(theta, W), axis=1) == labels.y_index
+        out.append((float(np.sum(hinge)), int(np.count_nonzero(correct))))
+    return out
+
+
+def _refit_codes(partition, problem, beta, n_jobs):
+    """Code the partition without labels, as ``transform`` does, and keep the codes.
+
+    Returns (sum_d ||theta_d||^2, documents capped at the sweep limit).
+    """
+    theta, _, result = code_known_terms(problem, partition.X, beta, n_jobs=n_jobs)
+    partition.supervised.refit_theta = theta
+    return float(np.sum(np.sum(theta * theta, axis=1))), count_capped(result, problem)
+
+
+def _forget_refit(partition):
+    partition.supervised.refit_theta = None
+    partition.supervised.labellings[REFIT] = {}
+
+
+class DaskCuts:
+    """The SVM's problem on the partitions' codes, as `CuttingPlaneSVM.fit_problem` reads it.
+
+    A labelling is a key (``labelling_length`` 1); each partition keeps its
+    documents' part of it. `most_violated` gives a labelling equal to one
+    kept before that one's key, so that the working set sees a repeated cut
+    as the fit in memory sees it. Its cut (c, G) comes back in the same
+    round and serves `cuts` until `new_codes` says the codes changed.
+    """
+
+    labelling_length = 1
+
+    def __init__(self, parts, which, n_classes, n_features, C, cost):
+        self.parts, self.which = parts, which
+        self.n_classes, self.n_features = n_classes, n_features
+        self.n_dims = n_classes * n_features
+        self.C, self.cost = float(C), float(cost)
+        self._next_key = 1
+        self._last = None  # (key, c, G) of the last most violated labelling
+
+    def _gather(self, function, *args):
+        return self.parts.run(function, self.which, *args)
+
+    def new_codes(self):
+        """The partitions' codes changed: a cut must be computed anew."""
+        self._last = None
+
+    def most_violated(self, W):
+        """The most violated labelling at ``W`` (as a key) and the averaged hinge R_h(W)."""
+        key = self._next_key
+        self._next_key += 1
+        results = self._gather(_most_violated, W, key)
+        hinge, c, G = results[0][0], results[0][2], results[0][3]
+        for part_hinge, _, part_c, part_G in results[1:]:
+            hinge, c, G = hinge + part_hinge, c + part_c, G + part_G
+        same = set.intersection(*(r[1] for r in results))
+        if same:
+            key = min(same)  # the first key of this labelling
+        self._last = (key, c, G)
+        return np.array([key], dtype=np.int32), hinge
+
+    def cuts(self, labellings):
+        """Cut constants (m,) and gradients (m, n_dims) of the labellings (keys, shape (m, 1))."""
+        keys = [int(k) for k in labellings[:, 0]]
+        if self._last is not None and keys == [self._last[0]]:
+            return self._last[1], self._last[2]
+        results = self._gather(_cuts, keys)
+        c, G = results[0]
+        for part_c, part_G in results[1:]:
+            c, G = c + part_c, G + part_G
+        return c, G
+
+    def largest_norm(self):
+        return float(np.sqrt(max(self._gather(_largest_square_norm))))
+
+    def keep(self, keys):
+        """Let the partitions forget every labelling but ``keys`` (the working set's)."""
+        self._gather(_keep_labellings, [int(k) for k in keys])
+
+    def scores(self, coefs, n_docs):
+        """(R_h, training accuracy) of each eta of ``coefs`` on the partitions' codes."""
+        results = self._gather(_hinge_sums, list(coefs))
+        out = []
+        for i in range(len(coefs)):
+            hinge, correct = results[0][i]
+            for part in results[1:]:
+                hinge, correct = hinge + part[i][0], correct + part[i][1]
+            out.append((hinge / n_docs, correct / n_docs))
+        return out
+
+
+class DaskSupervision:
+    """MedSTC's steps on the partitions of a `DaskTraining`: the client's side.
+
+    Called with the training once its partitions exist (the learner's
+    ``steps``), it sends every partition its labels and returns the coding
+    step, the SVM step and the progress text. It keeps what `MedSTC` reads
+    after the fit: ``coef`` (eta), ``hinge``, ``accuracy`` and the
+    safeguard's per-iteration counts ``reverted``, ``shortened``,
+    ``skipped``; `refit` fits eta on label-free codes.
+    """
+
+    def __init__(self, y_index, n_classes, C, cost, svm_tol, svm_max_iter, n_jobs=None,
+                 sweeps=None):
+        self.y_index, self.n_classes = np.asarray(y_index, dtype=np.intp), n_classes
+        self.C, self.cost, self.svm_tol, self.svm_max_iter = C, cost, svm_tol, svm_max_iter
+        self.n_jobs, self.sweeps = n_jobs, sweeps
+        self.classes = np.arange(n_classes)
+        self.svm = CuttingPlaneSVM(C=C, cost=cost, tol=svm_tol, max_iter=svm_max_iter,
+                                   warm_start=True)
+        self.coef = None
+        self.hinge, self.accuracy = [], []
+        self.reverted, self.shortened, self.skipped = [], [], []
+        self.training = self.joint_cuts = None
+
+    def __call__(self, training):
+        if self.y_index.shape[0] != training.n_docs:
+            raise ValueError(f"y must be 1-D with one label per document ({training.n_docs}), "
+                             f"got shape {self.y_index.shape}")
+        self.training = training
+        offsets = np.cumsum([0] + training.rows)
+        training.parts.run_each(_attach_labels, [
+            (self.y_index[offsets[i]:offsets[i + 1]], self.n_classes, training.n_docs, self.C,
+             self.cost, training.problem, self.n_jobs, self.sweeps)
+            for i in range(len(training.parts))])
+        self.joint_cuts = self._cuts(JOINT, self.C)
+        return self.coding_step, self.svm_step, self.describe
+
+    def _cuts(self, which, C):
+        training = self.training
+        return DaskCuts(training.parts, which, self.n_classes, training.beta.shape[0], C,
+                        self.cost)
+
+    def coding_step(self, state, iteration):
+        """`ShiftedMeanCodingStep` on every partition; returns (objective minus loss, None)."""
+        training = self.training
+        client = training.client
+        if self.coef is None:  # no classifier yet: plain STC coding
+            beta, eta = client.scatter(training.beta, broadcast=True), None
+        else:
+            beta, eta = client.scatter([training.beta, self.coef], broadcast=True)
+        results = training.parts.run(_supervised_code, beta, eta, iteration)
+        training.capped_documents = sum(capped for _, capped, _ in results)
+        if self.coef is not None:
+            for name, i in (("reverted", 0), ("shortened", 1), ("skipped", 2)):
+                getattr(self, name).append(sum(counts[i] for _, _, counts in results))
+        return sum(others for others, _, _ in results), None
+
+    def svm_step(self, state, iteration):
+        """`stc.supervised.steps.SVMStep` with the cuts and the hinge summed on the partitions."""
+        cuts, n_docs = self.joint_cuts, self.training.n_docs
+        cuts.new_codes()
+        self.svm.fit_problem(cuts, self.classes)
+        cuts.keep(self.svm._labellings[:, 0])  # the warm start's labellings only
+        candidate = self.svm.coef_
+        coefs = [candidate] if self.coef is None else [candidate, self.coef]
+        scores = cuts.scores(coefs, n_docs)
+        primal = [0.5 * dot(W, W) + self.C * hinge for W, (hinge, _) in zip(coefs, scores)]
+        chosen = 0 if self.coef is None or primal[0] <= primal[1] else 1
+        if chosen == 0:
+            self.coef = candidate.copy()
+        self.hinge.append(scores[chosen][0])
+        self.accuracy.append(float(scores[chosen][1]))
+        return self.C * self.hinge[-1] + 0.5 * float(np.sum(self.coef * self.coef))
+
+    def describe(self, iteration):
+        """Progress text, as `ShiftedMeanCodingStep.describe` (summed over the partitions)."""
+        if iteration < 2 or not self.reverted:
+            return ""
+        return (f"  shortened {self.shortened[-1]} kept {self.reverted[-1]} "
+                f"skipped {self.skipped[-1]} docs")
+
+    def refit_codes(self, problem, beta):
+        """Code every partition without labels; returns (mean_d ||theta_d||^2, capped docs)."""
+        training = self.training
+        client = training.client
+        beta = client.scatter(beta, broadcast=True)
+        results = training.parts.run(_refit_codes, problem, beta, self.n_jobs)
+        square_norms = results[0][0]
+        for part_norms, _ in results[1:]:
+            square_norms += part_norms
+        return square_norms / training.n_docs, sum(capped for _, capped in results)
+
+    def refit(self, C):
+        """eta fitted with weight ``C`` on the codes of `refit_codes`; returns (eta, accuracy)."""
+        training = self.training
+        cuts = self._cuts(REFIT, C)
+        svm = CuttingPlaneSVM(C=C, cost=self.cost, tol=self.svm_tol, max_iter=self.svm_max_iter)
+        svm.fit_problem(cuts, self.classes)
+        (_, accuracy), = cuts.scores([svm.coef_], training.n_docs)
+        training.parts.run(_forget_refit)
+        return svm.coef_, float(accuracy)

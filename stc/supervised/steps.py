@@ -1,0 +1,230 @@
+"""MedSTC's steps of the alternating loop (paper Sec. 3, problem (4)).
+
+`stc.training.alternate` runs them, through a learner (`stc.learners.batch` in
+memory, `stc.learners.dask_batch` on a dask array, whose partitions run
+`ShiftedMeanCodingStep` where the documents are: `stc.supervised.distributed`):
+
+  1. `ShiftedMeanCodingStep`: STC's compiled kernel with theta's shifted mean
+     (`shifted_mean_term`), a per-document safeguard and back-off;
+  2. the dictionary step (STC's);
+  3. `SVMStep`: the 1-slack cutting-plane multi-class SVM on the training codes.
+
+The coding step sees the classifier through a `HingeTerm`: eta, the labels of
+the documents it codes and the weight C / D of each document's hinge, D the
+number of documents of the whole corpus (a partition holds only some of them).
+"""
+import numpy as np
+
+from stc._core._coding import move_along_segments
+from stc._core._dense import row_products
+from stc.coding import code_documents, segment_objectives, stc_objective
+from stc.supervised.svm import (CuttingPlaneSVM, loss_augmented_predict, multiclass_hinge,
+                                primal_objective, sample_hinges)
+from stc.training import iteration_problem, step_capped_documents
+
+
+def shifted_mean_term(W, theta, y_index, C, cost, n_docs=None):
+    """Linear term b_d = (C / D) (eta_{y_d} - eta_{yhat_d}) of each document-code step.
+
+    With it, the theta closed form of the kernel becomes the paper's shifted
+    mean (Sec. 3): the loss-augmented label yhat_d is fixed at the current
+    theta_d, and the hinge is replaced by its piece for yhat_d. D is
+    ``n_docs``, by default the rows of ``theta`` (a partition gives the corpus's).
+    """
+    y_hat = loss_augmented_predict(W, theta, y_index, cost)
+    D = theta.shape[0] if n_docs is None else n_docs
+    return (C / D) * (W[y_index] - W[y_hat])
+
+
+def medstc_objective(problem, X, beta, codes, theta, W, y_index, C, cost, n_jobs=None):
+    """Objective (4) of the paper: objective (2) + C R_h(W; theta) + ||W||^2 / 2."""
+    return (stc_objective(problem, X, beta, codes, theta, n_jobs)
+            + primal_objective(W, theta, y_index, C, cost))
+
+
+class HingeTerm:
+    """The classifier as the coding step sees it: eta, the documents' labels and C / D.
+
+    ``y_index`` holds the labels of the documents coded (all of them, or a
+    partition's); ``n_docs`` is D, the number of documents of the whole
+    corpus, whose hinge (4) averages over (by default, those of ``y_index``).
+    ``coef`` is eta, None before the first SVM step.
+    """
+
+    def __init__(self, C, cost, y_index, n_docs=None):
+        self.C, self.cost, self.y_index = C, cost, y_index
+        self.n_docs = y_index.shape[0] if n_docs is None else n_docs
+        self.coef = None  # eta, read by the coding step through the shifted mean
+
+    def shifted_mean_term(self, theta):
+        """The coding step's linear term, or None before the first classifier exists."""
+        if self.coef is None:
+            return None
+        return shifted_mean_term(self.coef, theta, self.y_index, self.C, self.cost,
+                                 self.n_docs)
+
+    def hinge_shares(self, theta, rows=None):
+        """Each document's share (C / D) h_d of the hinge term of (4)."""
+        y_index = self.y_index if rows is None else self.y_index[rows]
+        return (self.C / self.n_docs) * sample_hinges(self.coef, theta, y_index, self.cost)
+
+
+class SVMStep(HingeTerm):
+    """The classifier step of problem (4): the cutting-plane SVM on the current codes.
+
+    The new eta is kept only if it lowers the SVM block of (4) (so (4) never
+    increases). Returns the block's value, C R_h + ||eta||^2 / 2.
+    """
+
+    def __init__(self, C, cost, tol, max_iter, y_index):
+        super().__init__(C, cost, y_index)
+        self.svm = CuttingPlaneSVM(C=C, cost=cost, tol=tol, max_iter=max_iter, warm_start=True)
+        self.hinge, self.accuracy = [], []
+
+    def __call__(self, state, iteration):
+        theta = state.theta
+        self.svm.fit(theta, self.y_index)
+        candidate = self.svm.coef_
+        if self.coef is None or primal_objective(candidate, theta, self.y_index, self.C,
+                                                 self.cost) \
+                <= primal_objective(self.coef, theta, self.y_index, self.C, self.cost):
+            self.coef = candidate.copy()
+        self.hinge.append(multiclass_hinge(self.coef, theta, self.y_index, self.cost))
+        self.accuracy.append(float(np.mean(np.argmax(row_products(theta, self.coef), axis=1)
+                                           == self.y_index)))
+        return self.C * self.hinge[-1] + 0.5 * float(np.sum(self.coef * self.coef))
+
+
+class ShiftedMeanCodingStep:
+    """MedSTC's coding step: STC coding with theta's shifted mean, safeguarded.
+
+    The shifted mean fixes the loss-augmented label before the theta step, so
+    that step minimises a lower bound of the hinge (one of its pieces) and
+    can raise objective (4). `safeguard` therefore compares, per document,
+    objective (2) plus the document's hinge share before and after coding,
+    and moves back towards the old codes where the new ones are worse: with
+    the exact dictionary step and the SVM step (kept only if it lowers the
+    SVM block), objective (4) never increases.
+    """
+
+    MAX_BACKOFF = 8  # longest sit-out of a repeatedly rejected document, in iterations
+    MAX_HALVINGS = 3  # backtracking steps of the safeguard
+
+    def __init__(self, problem, svm_step, n_docs, n_jobs=None, sweeps=None):
+        self.problem = iteration_problem(problem, sweeps)
+        self.svm_step, self.n_jobs, self.sweeps = svm_step, n_jobs, sweeps
+        self.n_docs = n_docs
+        self.reverted, self.shortened, self.skipped = [], [], []
+        # Back-off for documents whose supervised coding step was rejected
+        # (see `documents_to_code`): consecutive rejections, next iteration to try.
+        self.rejections = np.zeros(n_docs, dtype=np.int64)
+        self.next_try = np.zeros(n_docs, dtype=np.int64)
+        self.saved = None  # buffers for the codes before a supervised step (reused)
+        self.active, self.iteration = None, 0
+
+    def __call__(self, state, iteration):
+        theta_linear = self.svm_step.shifted_mean_term(state.theta)
+        if theta_linear is None:  # first iteration: no classifier yet, plain STC coding
+            result = code_documents(self.problem, state.X, state.beta, state.codes,
+                                    state.theta, n_jobs=self.n_jobs)
+            state.capped_documents = step_capped_documents(result, self.problem, self.sweeps)
+            return float(np.sum(result.objective) - np.sum(result.loss)), result.means
+        if self.saved is None:
+            self.saved = (np.empty_like(state.codes), np.empty_like(state.theta))
+        np.copyto(self.saved[0], state.codes)
+        np.copyto(self.saved[1], state.theta)
+        result = code_documents(self.problem, state.X, state.beta, state.codes, state.theta,
+                                theta_linear=theta_linear,
+                                active=self.documents_to_code(iteration), n_jobs=self.n_jobs)
+        state.capped_documents = step_capped_documents(result, self.problem, self.sweeps)
+        # The linear term is not part of problem (2): add it back.
+        doc_obj = result.objective + np.sum(theta_linear * state.theta, axis=1)
+        old_obj = result.start_objective + np.sum(theta_linear * self.saved[1], axis=1)
+        doc_obj, doc_loss = self.safeguard(state, result.means, doc_obj, result.loss, old_obj,
+                                           result.start_loss)
+        return float(np.sum(doc_obj) - np.sum(doc_loss)), result.means
+
+    def documents_to_code(self, iteration):
+        """Which documents the supervised coding step of ``iteration`` codes.
+
+        Late in training the safeguard rejects the shifted-mean codes of most
+        documents (the linearised hinge is a poor model at the kinks where
+        trained documents sit), and coding them again with a slightly changed
+        classifier is mostly rejected again. A document whose step was
+        rejected r times in a row therefore sits out the next
+        min(2^(r-1), MAX_BACKOFF) iterations with its codes unchanged (a
+        block left as it is: objective (4) still cannot increase); any
+        accepted step resets r.
+        """
+        self.iteration = iteration
+        self.active = self.next_try <= iteration
+        self.skipped.append(int(self.n_docs - np.count_nonzero(self.active)))
+        return self.active
+
+    def _record_outcome(self, rejected):
+        coded = self.active
+        self.rejections[coded & ~rejected] = 0
+        now_rejected = coded & rejected
+        self.rejections[now_rejected] += 1
+        wait = np.minimum(2 ** (self.rejections[now_rejected] - 1), self.MAX_BACKOFF)
+        self.next_try[now_rejected] = self.iteration + 1 + wait
+
+    def safeguard(self, state, means, doc_obj, doc_loss, old_obj, old_loss):
+        """Keep, per document, a point that does not raise its share of objective (4).
+
+        ``self.saved`` holds the codes before the coding step, ``old_obj`` and
+        ``old_loss`` their objective (2) and its loss part (with the current
+        topics); ``state.codes``, ``state.theta`` and ``means`` (updated in
+        place) and ``doc_obj``, ``doc_loss`` describe the new codes.
+        Where the shifted-mean codes are worse than the old ones, step back
+        along the segment from the old codes to the new ones (halving the
+        step): the set of codes is convex and so is the document's part of
+        (4), and the new codes lower objective (2) plus the hinge piece of
+        the loss-augmented label, which is the active piece at the old codes,
+        so short steps often decrease (4). Documents with no decreasing
+        step keep their old codes. The trial points are evaluated without
+        being formed (`segment_objectives`); only the chosen one is written.
+        """
+        old_codes, old_theta = self.saved
+        X, codes, theta = state.X, state.codes, state.theta
+        n_docs = X.shape[0]
+        old_total = old_obj + self.svm_step.hinge_shares(old_theta)
+        # "not <=" also catches a non-finite new objective: with the l1 penalty on
+        # theta the linearised hinge can make the coding problem unbounded, and
+        # such codes run off to infinity (see `MedSTC`, theta_penalty).
+        pending = ~(doc_obj + self.svm_step.hinge_shares(theta) <= old_total)
+        n_worse = int(np.sum(pending))
+        steps = np.ones(n_docs)
+        step = 1.0
+        for _ in range(self.MAX_HALVINGS):
+            if not pending.any():
+                break
+            step *= 0.5
+            rows = np.flatnonzero(pending)
+            trial_obj, trial_loss = segment_objectives(
+                self.problem, X, state.beta, old_codes, codes, old_theta, theta, rows,
+                np.full(rows.size, step), self.n_jobs)
+            trial_theta = old_theta[rows] + step * (theta[rows] - old_theta[rows])
+            better = trial_obj + self.svm_step.hinge_shares(trial_theta, rows) <= old_total[rows]
+            accepted = rows[better]
+            steps[accepted] = step
+            doc_obj[accepted] = trial_obj[better]
+            doc_loss[accepted] = trial_loss[better]
+            pending[accepted] = False
+        steps[pending] = 0.0  # no decreasing step: keep the old codes exactly
+        self._record_outcome(pending)
+        doc_obj = np.where(pending, old_obj, doc_obj)
+        doc_loss = np.where(pending, old_loss, doc_loss)
+        moved = np.flatnonzero(steps < 1.0)
+        move_along_segments(X.indptr, X.indices, np.ascontiguousarray(state.beta.T), old_codes,
+                            codes, old_theta, theta, means, moved, steps[moved], self.n_jobs)
+        self.reverted.append(int(np.sum(pending)))
+        self.shortened.append(n_worse - self.reverted[-1])
+        return doc_obj, doc_loss
+
+    def describe(self, iteration):
+        """Progress text: what the safeguard and the back-off did this iteration."""
+        if iteration < 2 or not self.reverted:
+            return ""
+        return (f"  shortened {self.shortened[-1]} kept {self.reverted[-1]} "
+                f"skipped {self.skipped[-1]} docs")

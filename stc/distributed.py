@@ -186,9 +186,14 @@ class Partitions:
     runs on the worker that holds it: Dask's work stealing would otherwise
     run some on an idle worker, on a copy of the partition, and the update
     would be lost (with worker processes the state of MedSTC's cutting planes
-    diverged so). A worker lost during the fit therefore leaves its
-    partition's next task waiting for it.
+    diverged so). A worker that leaves the cluster takes its partitions'
+    codes with it: the fit then stops with a RuntimeError (`gather`) rather
+    than wait for it or go on from a fresh copy.
     """
+
+    # How often (seconds) a round that has not finished checks that the
+    # partitions' workers are still in the cluster.
+    LIVENESS_CHECK_SECONDS = 2.0
 
     def __init__(self, client, X, loss):
         from distributed import wait
@@ -221,12 +226,38 @@ class Partitions:
 
     def run(self, function, *args):
         """``function(partition, *args)`` on every partition; the results, in partition order."""
-        return self.client.gather([self.submit(i, function, *args) for i in range(len(self))])
+        return self.gather([self.submit(i, function, *args) for i in range(len(self))])
 
     def run_each(self, function, args):
         """``function(partition, *args[i])`` on each partition i; the results in order."""
-        return self.client.gather([self.submit(i, function, *args_i)
-                                   for i, args_i in enumerate(args)])
+        return self.gather([self.submit(i, function, *args_i) for i, args_i in enumerate(args)])
+
+    def gather(self, futures):
+        """The results of ``futures``, or a RuntimeError if a partition's worker left the cluster.
+
+        A task pinned to a worker that is gone would wait for ever.
+        """
+        from distributed import TimeoutError as DaskTimeoutError
+        from distributed import wait
+
+        while True:
+            try:
+                wait(futures, timeout=self.LIVENESS_CHECK_SECONDS)
+                break
+            except DaskTimeoutError:
+                self.check_workers()
+        return self.client.gather(futures)
+
+    def check_workers(self):
+        """RuntimeError if a worker holding a partition is no longer in the cluster."""
+        present = set(self.client.scheduler_info().get("workers", {}))
+        lost = sorted({worker for worker in self.workers if worker not in present})
+        if lost:
+            held = [i for i, worker in enumerate(self.workers) if worker not in present]
+            raise RuntimeError(
+                f"worker(s) {', '.join(lost)} left the cluster during the fit, with the codes "
+                f"of partition(s) {held}: they cannot be recovered from a copy of the data; "
+                "fit again on a stable cluster")
 
 
 class DaskTraining:
@@ -575,7 +606,6 @@ class DaskOnlineTraining:
         """
         from stc.online import TopicAverage, averaging_start
 
-        client = self.client
         average = TopicAverage()
         selected = self.parts.run_each(_online_select, self._selection(1, 0))
         pass_objectives, capped = [], 0
@@ -591,7 +621,7 @@ class DaskOnlineTraining:
                 else:
                     following = [None] * len(self.parts)
                 if sum(s[0] for s in selected) == 0:  # a round without documents
-                    selected = client.gather([
+                    selected = self.parts.gather([
                         self.parts.submit(i, _online_select, *sel)
                         for i, sel in enumerate(following) if sel is not None])
                     continue

@@ -171,3 +171,26 @@ def test_the_defaults_on_the_cluster(client, newsgroups):
     assert local.theta_penalty == spread.theta_penalty == "l1"
     np.testing.assert_allclose(spread.components_, local.components_, rtol=1e-9, atol=1e-15)
     np.testing.assert_allclose(spread.objective_.sum(), local.objective_[0], rtol=1e-12)
+
+
+def test_a_worker_that_leaves_the_cluster_stops_the_fit_with_a_clear_error(newsgroups):
+    """Partitions are pinned to their workers: a lost worker's codes are gone, so say so.
+
+    Without the check, a task pinned to the retired worker would wait for ever.
+    """
+    from stc.distributed import Partitions, _size
+    from stc.losses import get_loss
+
+    X = newsgroups[0].data[:120]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                           dashboard_address=None)
+        with distributed.Client(cluster) as own:
+            parts = Partitions(own, dask_rows(X, 30), get_loss("poisson"))
+            assert [rows for rows, _, _ in parts.run(_size)] == [30, 30, 30, 30]
+            lost = parts.workers[0]
+            own.retire_workers([lost])
+            with pytest.raises(RuntimeError, match="left the cluster during the fit"):
+                parts.run(_size)
+        cluster.close()

@@ -30,17 +30,21 @@ import time
 import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from stc._core._dense import row_products
 from stc._persistence import register_estimator
-from stc._stc import ONLINE_PARAMETERS, STC
+from stc._stc import STC
 from stc.distributed import check_dask_loss, current_client, is_dask_array
 from stc._validation import (Interval, NoneValue, Options, check_fitted_finite, check_labels,
                              check_training_corpus)
-from stc.learners import batch, dask_batch
-from stc.supervised.steps import ShiftedMeanCodingStep, SVMStep
+from stc.learners import batch, dask_batch, online
+from stc.online import check_online_loss
+# REFIT_C_SCALE is read here by the docs and benchmarks as stc.supervised.medstc.REFIT_C_SCALE
+from stc.supervised.steps import (REFIT_C_SCALE, ShiftedMeanCodingStep, SVMStep,  # noqa: F401
+                                  refit_C_of_scale)
 from stc.supervised.svm import CuttingPlaneSVM
 from stc.training import warn_if_unfinished
 
@@ -48,15 +52,6 @@ from stc.training import warn_if_unfinished
 # The SVM's dual variables lie on a simplex of radius C, which the projection
 # (stc._core._simplex) takes below 1e300.
 MAX_C = 1e300
-
-# refit_C="auto": the refit's C is REFIT_C_SCALE / mean_d ||theta_d||^2 over the label-free
-# training codes. The SVM on codes a theta with C / a^2 is the SVM on theta with C (eta / a,
-# the same predictions), so C times the codes' mean squared norm is what carries over
-# between corpora and settings. The constant is that product for the C = 3e6 chosen by
-# cross-validation at the defaults on 20 Newsgroups, K = 50: mean ||theta_d||^2 = 1.669
-# there, so "auto" gives 2.996e6 (docs/algorithms.md, "Choosing MedSTC's parameters").
-REFIT_C_SCALE = 5e6
-
 
 def auto_refit_C(theta):
     """The refit's C for ``refit_C="auto"``: REFIT_C_SCALE / mean_d ||theta_d||^2.
@@ -66,11 +61,6 @@ def auto_refit_C(theta):
     """
     mean_square_norm = float(np.mean(np.sum(theta * theta, axis=1))) if theta.size else 0.0
     return refit_C_of_scale(mean_square_norm)
-
-
-def refit_C_of_scale(mean_square_norm):
-    """`auto_refit_C` given mean_d ||theta_d||^2 (a dask array's, summed on its partitions)."""
-    return REFIT_C_SCALE / mean_square_norm if mean_square_norm > 0.0 else REFIT_C_SCALE
 
 
 @register_estimator
@@ -177,8 +167,8 @@ class MedSTC(ClassifierMixin, STC):
     """
 
     _parameter_constraints = {
-        **{name: allowed for name, allowed in STC._parameter_constraints.items()
-           if name not in ONLINE_PARAMETERS},
+        **STC._parameter_constraints,
+        "total_samples": [NoneValue(), Interval(numbers.Integral, 1, None)],
         "C": [Interval(numbers.Real, 0, MAX_C, closed="neither")],
         "cost": [Interval(numbers.Real, 0, None, closed="neither")],
         "svm_tol": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -193,7 +183,8 @@ class MedSTC(ClassifierMixin, STC):
                  theta_penalty="l2", code_penalty="l1", max_iter=20, tol=1e-4,
                  inner_max_iter=50, inner_tol=1e-4, dictionary_max_iter=3,
                  sweeps_per_iteration=2, n_jobs=None, random_state=None, init="random",
-                 verbose=0):
+                 verbose=0, learning_method="batch", batch_size=256, learning_decay=0.51,
+                 learning_offset=10.0, n_passes=3, topic_averaging=0.5, total_samples=None):
         super().__init__(n_topics=n_topics, lambda_=lambda_, gamma=gamma, rho=rho,
                          rho_units=rho_units, loss=loss,
                          theta_penalty=theta_penalty, code_penalty=code_penalty,
@@ -201,9 +192,11 @@ class MedSTC(ClassifierMixin, STC):
                          inner_tol=inner_tol, dictionary_max_iter=dictionary_max_iter,
                          sweeps_per_iteration=sweeps_per_iteration,
                          n_jobs=n_jobs, random_state=random_state, init=init,
-                         verbose=verbose)
-        for name in ONLINE_PARAMETERS:  # STC's online learning is not MedSTC's
-            delattr(self, name)
+                         verbose=verbose, learning_method=learning_method,
+                         batch_size=batch_size, learning_decay=learning_decay,
+                         learning_offset=learning_offset, n_passes=n_passes,
+                         topic_averaging=topic_averaging)
+        self.total_samples = total_samples
         self.C = C
         self.cost = cost
         self.svm_tol = svm_tol
@@ -222,7 +215,13 @@ class MedSTC(ClassifierMixin, STC):
         start = time.perf_counter()
         loss = self._checked_loss()
         if is_dask_array(X):
+            if self.learning_method == "online":
+                raise NotImplementedError("MedSTC(learning_method='online') of a dask array is "
+                                          "not implemented: use learning_method='batch' on "
+                                          "Dask, or online learning in memory")
             return self._fit_dask(X, y, loss, start)
+        if self.learning_method == "online":
+            return self._fit_online(X, y, loss, start)
         X = self._validate_X(X, reset=True, loss=loss)
         check_training_corpus(X)
         problem = self._set_count_scale(X)
@@ -339,18 +338,223 @@ class MedSTC(ClassifierMixin, STC):
         tags.estimator_type = "classifier"
         return tags
 
-    def partial_fit(self, X, y=None):
-        """Not available: online learning is implemented for `STC` only.
+    # ---- online learning (stc.supervised.online)
 
-        MedSTC's SVM step is trained on every training document's codes; see
-        'MedSTC online and distributed' in the algorithms page for what an
-        online version would need.
+    def _fit_online(self, X, y, loss, start):
+        """`fit` with ``learning_method="online"``: passes over X in shuffled mini-batches."""
+        check_online_loss(loss)
+        self._check_init_of_batch_learning()
+        # read batch by batch: X in the counts' layout is not copied
+        X = self._validate_X(X, reset=True, loss=loss, copy=False)
+        check_training_corpus(X)
+        problem = self._set_count_scale(X)
+        encoder, y_index = self._encoded_labels(y, X.shape[0])
+        self._forget_online_state()
+        supervision = self._new_supervision(encoder.classes_.size)
+        if supervision.total_samples is None:  # D of (4): the training documents
+            supervision.total_samples = X.shape[0]
+        fitted = online.learn(problem, X, self._learning_options(), y=y_index,
+                              learn_one=self._labelled_step(supervision))
+        self._store_fitted(fitted)
+        self._store_online_classifier(encoder.classes_, supervision)
+        self.fit_time_ = time.perf_counter() - start
+        return self
+
+    def _new_supervision(self, n_classes):
+        from stc.supervised.online import OnlineSupervision
+
+        return OnlineSupervision(n_classes, float(self.C), float(self.cost), self.refit_C,
+                                 self.total_samples, self.sweeps_per_iteration)
+
+    def _labelled_step(self, supervision):
+        """The learner's step of one (X, class indices) batch: `learn_labelled_batch`."""
+        from stc.supervised.online import learn_labelled_batch
+
+        def learn_one(problem, batch, state, options, rng, pass_number):
+            return learn_labelled_batch(problem, batch, state, supervision, options, rng,
+                                        refit=pass_number == options.n_passes,
+                                        later_pass=pass_number > 1)
+        return learn_one
+
+    def _store_online_classifier(self, classes, supervision):
+        """The classifiers and the counters online learning carries (saved with the model)."""
+        self.classes_ = classes
+        self.joint_coef_ = supervision.coef
+        refitted = supervision.refit_coef is not None
+        self.coef_ = supervision.refit_coef if refitted else supervision.coef
+        self.refit_C_ = supervision.refit_weight() if refitted else None
+        self.online_total_samples_ = supervision.total_samples
+        self.n_docs_seen_ = supervision.n_docs_seen
+        self.online_svm_steps_ = supervision.svm_steps
+        self.online_refit_steps_ = supervision.refit_steps
+        self.online_refit_square_norms_ = supervision.refit_square_norms
+        self.online_refit_docs_ = supervision.refit_docs
+        self.rejected_steps_ = supervision.rejected
+
+    def _online_supervision(self):
+        """The `OnlineSupervision` the fitted attributes hold."""
+        supervision = self._new_supervision(self.classes_.size)
+        supervision.total_samples = self.online_total_samples_
+        supervision.coef = self.joint_coef_
+        supervision.refit_coef = self.coef_ if self.refit_C_ is not None else None
+        supervision.n_docs_seen = self.n_docs_seen_
+        supervision.svm_steps = self.online_svm_steps_
+        supervision.refit_steps = self.online_refit_steps_
+        supervision.refit_square_norms = self.online_refit_square_norms_
+        supervision.refit_docs = self.online_refit_docs_
+        supervision.rejected = self.rejected_steps_
+        return supervision
+
+    def _forget_online_state(self):
+        super()._forget_online_state()
+        for name in ("online_total_samples_", "n_docs_seen_", "online_svm_steps_",
+                     "online_refit_steps_", "online_refit_square_norms_", "online_refit_docs_",
+                     "classes_", "coef_", "joint_coef_", "refit_C_"):
+            self.__dict__.pop(name, None)
+
+    def _check_classes(self, classes, first):
+        """``classes`` on the first call (scikit-learn's convention); the same ones after."""
+        if first:
+            if classes is None:
+                raise ValueError("classes must be given on the first call to partial_fit (and "
+                                 "to fit_stream): every label the stream can hold, e.g. "
+                                 "classes=np.unique(y_all)")
+            classes = np.asarray(classes)
+            if classes.ndim != 1:
+                raise ValueError(f"classes must be 1-D, got shape {classes.shape}")
+            check_labels(classes)
+            unique = np.unique(classes)
+            if unique.size != classes.size:
+                raise ValueError("classes must not repeat a label")
+            if unique.size < 2:
+                raise ValueError(f"MedSTC needs at least 2 classes, got classes={classes!r}")
+            return unique
+        if classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+            raise ValueError(f"classes={classes!r} differs from the classes of the first call, "
+                             f"{self.classes_!r}")
+        return self.classes_
+
+    def _class_indices(self, y, classes, n_docs, name="y"):
+        """The class index of each label of ``y``: one per document, each one of ``classes``."""
+        if y is None:
+            raise ValueError(f"MedSTC needs the labels {name}, one per document; got None")
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != n_docs:
+            raise ValueError(f"{name} must be 1-D with one label per document ({n_docs}), "
+                             f"got shape {y.shape}")
+        check_labels(y)
+        check_classification_targets(y)
+        index = np.searchsorted(classes, y)
+        index[index >= classes.size] = 0
+        unseen = classes[index] != y
+        if unseen.any():
+            raise ValueError(f"{name} holds labels not in classes (the classes given to the "
+                             f"first call): {np.unique(y[unseen])[:5]!r}")
+        return index.astype(np.intp)
+
+    def partial_fit(self, X, y=None, classes=None):
+        """Learn from one mini-batch of labelled documents (online learning).
+
+        ``classes``, every label the stream can hold, is required on the
+        first call (scikit-learn's convention) and checked on later calls;
+        ``y`` holds one of them per row of ``X``. The batch is coded without
+        labels with the current topics, moved by ``sweeps_per_iteration``
+        sweeps with theta's shifted mean from the current eta (once there is
+        one), the topics take STC's stochastic dictionary step, and both
+        classifiers a `stc.supervised.online.stochastic_svm_step`: the
+        loop's eta (``joint_coef_``) on the batch's codes, and (unless
+        ``refit_C`` is None) ``coef_`` on its label-free codes. D, the
+        number of documents the hinge of (4) averages over, is
+        ``total_samples``, or the number of documents seen so far. Works
+        after an online ``fit`` or ``fit_stream`` too. Needs the Poisson loss.
         """
-        raise NotImplementedError("MedSTC has no online learning (partial_fit); use fit, or "
-                                  "STC for online learning")
+        start = time.perf_counter()
+        loss = self._checked_loss()
+        check_online_loss(loss)
+        self._check_init_of_batch_learning()
+        first = not hasattr(self, "components_")
+        if not first and not hasattr(self, "n_docs_seen_"):
+            raise ValueError("partial_fit continues an online fit; this model was fitted "
+                             "with learning_method='batch': fit it with "
+                             "learning_method='online', or start a new model")
+        classes = self._check_classes(classes, first)
+        X = self._validate_X(X, reset=first, loss=loss)
+        y_index = self._class_indices(y, classes, X.shape[0])
+        if first:
+            check_training_corpus(X)
+            self._forget_online_state()
+            problem = self._set_count_scale(X)  # w_bar of the first batch
+            self.classes_ = classes
+            supervision = self._new_supervision(classes.size)
+        else:
+            problem = self._coding_problem()
+            supervision = self._online_supervision()
+        state = self._online_state()
+        from stc.supervised.online import learn_labelled_batch
 
-    def fit_stream(self, batches, y=None):
-        """Not available: online learning is implemented for `STC` only (see `partial_fit`)."""
-        raise NotImplementedError("MedSTC has no online learning (fit_stream); use fit, or "
-                                  "STC for online learning")
+        outcome = learn_labelled_batch(problem, (X, y_index), state, supervision,
+                                       self._learning_options(),
+                                       check_random_state(self.random_state), refit=True)
+        self._store_online_state(state)
+        self._store_online_classifier(classes, supervision)
+        self._batch_objectives = getattr(self, "_batch_objectives", []) + [outcome.objective]
+        self.objective_ = np.asarray(self._batch_objectives)
+        self.n_iter_ = self.n_batch_iter_
+        self.interrupted_ = False
+        if outcome.capped_documents:
+            warn_if_unfinished(self, True, False, outcome.capped_documents)
+        self.fit_time_ = time.perf_counter() - start
+        return self
+
+    def fit_stream(self, batches, classes=None):
+        """Learn online from an iterable of labelled batches, pairs (counts, labels).
+
+        As `STC.fit_stream` (``n_passes`` passes over ``batches`` in the
+        order given, topic averaging in the last pass), each pair learned
+        from by `partial_fit`'s step, with every label one of ``classes``
+        (required). The refit of ``coef_`` on label-free codes runs in the
+        last pass only. With ``total_samples`` None, D is the number of
+        documents seen so far in the first pass and the number of documents
+        of a pass after it. Starts afresh, like ``fit``.
+        """
+        start = time.perf_counter()
+        loss = self._checked_loss()
+        check_online_loss(loss)
+        self._check_init_of_batch_learning()
+        classes = self._check_classes(classes, True)
+        if iter(batches) is batches and self.n_passes > 1:
+            raise TypeError(f"batches is a one-shot iterator but n_passes={self.n_passes}: "
+                            "pass an iterable that can be iterated again (e.g. a list) or set "
+                            "n_passes=1")
+        for name in ("components_", "n_features_in_"):
+            self.__dict__.pop(name, None)
+        self._forget_online_state()
+        first = True
+
+        def validated_batches():
+            nonlocal first
+            for number, pair in enumerate(batches, start=1):
+                if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+                    raise TypeError(f"batches must yield pairs (X_batch, y_batch); batch "
+                                    f"{number} is a {type(pair).__name__}")
+                counts = self._validate_X(pair[0], reset=first, loss=loss)
+                y_index = self._class_indices(pair[1], classes, counts.shape[0],
+                                              name=f"the labels of batch {number}")
+                if first:
+                    check_training_corpus(counts)
+                    self._set_count_scale(counts)  # w_bar of the first batch
+                    first = False
+                yield counts, y_index
+
+        try:
+            n_batches = len(batches)
+        except TypeError:
+            n_batches = None
+        supervision = self._new_supervision(classes.size)
+        self._store_fitted(online.learn_stream(self._coding_problem, validated_batches,
+                                               n_batches, self._learning_options(),
+                                               learn_one=self._labelled_step(supervision)))
+        self._store_online_classifier(classes, supervision)
+        self.fit_time_ = time.perf_counter() - start
+        return self
 

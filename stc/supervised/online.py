@@ -1,0 +1,204 @@
+"""Online MedSTC: mini-batches of labelled documents, each coded and learned from once per pass.
+
+``MedSTC(learning_method="online")`` (`fit`, `fit_stream`, `partial_fit`)
+runs STC's online learner (`stc.learners.online`) with the batch step
+`learn_labelled_batch`:
+
+  1. the batch is coded without labels with the current topics (cold start,
+     as `transform` codes new documents): its label-free codes;
+  2. once a classifier exists, the codes are moved by ``sweeps`` coding
+     sweeps with theta's shifted mean from the current eta (MedSTC's coding
+     step, `stc.supervised.steps.shifted_mean_term`, with D the number of
+     training documents); a document whose sweeps raise its share of
+     objective (4) keeps its label-free codes (the safeguard of batch
+     MedSTC without its halvings);
+  3. STC's stochastic dictionary step on those codes (`stc.online`);
+  4. `stochastic_svm_step` on the batch's codes and labels moves the
+     loop's eta, ``joint_coef_``;
+  5. the refit (``refit_C``): the same step on the batch's label-free codes
+     moves a second classifier, ``coef_``, the one `predict` uses. `fit` and
+     `fit_stream` take it in the last pass only (the topics have settled by
+     then, as batch MedSTC refits after its loop); `partial_fit` in every
+     batch, since it cannot know which pass is the last.
+
+Memory is that of STC's online learning: the batch's word codes and the
+(K, N) statistics; the classifiers are (n_classes, K).
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from stc._core._coding import move_along_segments
+from stc._core._dense import dot
+from stc.coding import code_documents, code_new_documents
+from stc.learners.online import start_batch
+from stc.online import BatchOutcome, batch_sums, stochastic_dictionary_step
+from stc.supervised.steps import refit_C_of_scale, shifted_mean_term
+from stc.supervised.svm import loss_augmented_hinges, sample_hinges
+from stc.training import count_capped, iteration_problem
+
+# Documents per step of `stochastic_svm_step` (the batch is cut into such chunks, in order).
+# Smaller chunks mean more, noisier steps; on codes of the 20 Newsgroups training split
+# (K = 50) chunks of 16 reached the cutting-plane SVM's accuracy in one pass.
+SVM_CHUNK = 16
+
+
+def stochastic_svm_step(W, theta, y_index, C, cost, n_steps):
+    """Pegasos steps on the SVM block of (4) over ``theta``'s rows in chunks; returns (W, n_steps).
+
+    The SVM block of problem (4) divided by C is
+
+        F(W) = 1/(2C) ||W||^2 + (1/D) sum_d h_d(W),
+        h_d(W) = max_y [Delta(y_d, y) + W_y . theta_d] - W_{y_d} . theta_d,
+
+    lambda-strongly convex with lambda = 1/C. Pegasos (Shalev-Shwartz et al.
+    2011) takes, for the t-th chunk B of documents (t counts every step
+    so far, ``n_steps`` before the call), the subgradient of F on B
+
+        g_t = W / C + (1/|B|) sum_{d in B, h_d > 0} (e_{yhat_d} - e_{y_d}) theta_d^T,
+
+    yhat_d the loss-augmented label, with the step size eta_t = 1 / (lambda t)
+    = C / t:
+
+        W <- W - eta_t g_t = (1 - 1/t) W + (C / (t |B|)) sum_{d in B, h_d > 0}
+                                                (e_{y_d} - e_{yhat_d}) theta_d^T,
+
+    then projects W onto the ball ||W|| <= sqrt(2 C cost), which holds the
+    minimiser (F(W*) <= F(0) = cost). Unrolled, W_{t+1} is C times the mean
+    of the hinge subgradients of all steps so far (as long as the projection
+    is inactive): no step size to tune, and every document weighs the same
+    whatever batch it came in. F's expected suboptimality after T steps is
+    O(C G^2 log(T) / T), G the largest ||theta_d||.
+
+    ``W`` (n_classes, K) is not changed (a new array is returned); zeros
+    start Pegasos (whose first step ignores the start anyway). The sums run
+    in a fixed order: the result does not depend on threads.
+    """
+    W = np.array(W, dtype=np.float64)
+    radius = np.sqrt(2.0 * C * cost)
+    for first in range(0, theta.shape[0], SVM_CHUNK):
+        chunk, labels = theta[first:first + SVM_CHUNK], y_index[first:first + SVM_CHUNK]
+        y_hat, hinge = loss_augmented_hinges(W, chunk, labels, cost)
+        n_steps += 1
+        violated = hinge > 0.0
+        gradient = np.zeros_like(W)
+        np.add.at(gradient, labels[violated], chunk[violated])
+        np.add.at(gradient, y_hat[violated], -chunk[violated])
+        W *= 1.0 - 1.0 / n_steps
+        W += (C / (n_steps * chunk.shape[0])) * gradient
+        norm = np.sqrt(dot(W, W))
+        if norm > radius:
+            W *= radius / norm
+    return W, n_steps
+
+
+@dataclass
+class OnlineSupervision:
+    """What online MedSTC carries from batch to batch besides the topics."""
+
+    n_classes: int
+    C: float
+    cost: float
+    refit_C: object                # "auto", a float or None (see MedSTC)
+    total_samples: int = None      # D of (4); None: the documents seen so far
+    sweeps: int = None             # shifted-mean sweeps per batch (None: to inner_tol)
+    coef: np.ndarray = None        # the loop's eta (None before the first step)
+    svm_steps: int = 0             # Pegasos steps taken for ``coef``
+    refit_coef: np.ndarray = None  # eta on label-free codes (None before the refit)
+    refit_steps: int = 0
+    refit_square_norms: float = 0.0  # sum of ||theta_d||^2 of the refit's label-free codes
+    refit_docs: int = 0
+    n_docs_seen: int = 0
+    rejected: int = 0              # documents whose shifted-mean step the safeguard rejected
+
+    def n_docs(self):
+        """D, the number of documents (4)'s hinge averages over."""
+        return self.total_samples if self.total_samples is not None else self.n_docs_seen
+
+    def refit_weight(self):
+        """The refit's C: ``refit_C``, or for "auto" REFIT_C_SCALE / mean ||theta_d||^2 so far."""
+        if self.refit_C != "auto":
+            return float(self.refit_C)
+        mean = self.refit_square_norms / self.refit_docs if self.refit_docs else 0.0
+        return refit_C_of_scale(mean)
+
+
+def supervised_codes(problem, X, y_index, beta, supervision, n_jobs=None):
+    """Steps 1-2 of `learn_labelled_batch`: (label-free theta, word codes, theta, means, objective).
+
+    The word codes, theta and means are those of the shifted-mean sweeps
+    where the safeguard kept them, else the label-free ones; the objective is
+    the batch's objective (2) at them.
+    """
+    theta, codes, result = code_new_documents(problem, X, beta, keep_word_codes=True,
+                                              n_jobs=n_jobs)
+    capped = count_capped(result, problem)
+    free_theta = theta.copy()
+    W = supervision.coef
+    if W is None:  # no classifier yet: the label-free codes
+        return free_theta, codes, theta, result.means, result.objective, capped
+    C, cost, D = supervision.C, supervision.cost, supervision.n_docs()
+    linear = shifted_mean_term(W, theta, y_index, C, cost, D)
+    old_codes = codes.copy()
+    swept = code_documents(iteration_problem(problem, supervision.sweeps), X, beta, codes,
+                           theta, theta_linear=linear, n_jobs=n_jobs, with_start=False)
+    # objective (2) of each document (the linear term is not part of it) plus its hinge share
+    objective = swept.objective + np.sum(linear * theta, axis=1)
+    worse = ~(objective + (C / D) * sample_hinges(W, theta, y_index, cost)
+              <= result.objective + (C / D) * sample_hinges(W, free_theta, y_index, cost))
+    means = swept.means
+    if worse.any():  # back to the label-free codes ("not <=" also catches NaN and inf)
+        rows = np.flatnonzero(worse)
+        move_along_segments(X.indptr, X.indices, np.ascontiguousarray(beta.T), old_codes,
+                            codes, free_theta, theta, means, rows, np.zeros(rows.size), n_jobs)
+        objective = np.where(worse, result.objective, objective)
+        supervision.rejected += rows.size
+    return free_theta, codes, theta, means, objective, capped
+
+
+def learn_labelled_batch(problem, batch, state, supervision, options, rng, *, refit,
+                         later_pass=False):
+    """Learn from one labelled batch ``(X, class indices)``: the module's steps 1-5.
+
+    ``state`` (`stc.learners.online.OnlineState`) and ``supervision``
+    (`OnlineSupervision`) are updated. ``refit``: take the refit step (5).
+    ``later_pass``: the batch is not of the first pass; D is then fixed at the
+    documents seen in the first pass if ``supervision.total_samples`` is None.
+    Returns the `stc.online.BatchOutcome`, whose objective is the batch's
+    share of (4) without ||eta||^2 / 2: objective (2) at its codes plus
+    (C / D) sum_d h_d at the eta it was coded with.
+    """
+    X, y_index = batch
+    if later_pass and supervision.total_samples is None:
+        supervision.total_samples = supervision.n_docs_seen  # the documents of one pass
+    statistics, rho = start_batch(X, state, options, rng)
+    supervision.n_docs_seen += X.shape[0]
+    beta = state.components
+    free_theta, codes, theta, means, objective, capped = supervised_codes(
+        problem, X, y_index, beta, supervision, options.n_jobs)
+    C, cost = supervision.C, supervision.cost
+    W = supervision.coef
+    hinge = (np.full(X.shape[0], cost) if W is None else sample_hinges(W, theta, y_index, cost))
+    outcome = BatchOutcome(float(np.sum(objective) + C / supervision.n_docs() * np.sum(hinge)),
+                           X.shape[0], capped)
+    sums = batch_sums(X, codes, means, outcome, options.n_jobs)
+    if options.dictionary_max_iter == 1:
+        sums.codes = None  # no MM step re-reads them
+    state.statistics = stochastic_dictionary_step(
+        beta, statistics, rho, X.shape[0], sums.layout.terms, sums,
+        lambda columns: sums.sums_at(problem.loss, columns, options.n_jobs),
+        max_steps=options.dictionary_max_iter, n_jobs=options.n_jobs)
+    del sums, codes
+    supervision.coef, supervision.svm_steps = stochastic_svm_step(
+        _or_zeros(W, supervision, theta), theta, y_index, C, cost, supervision.svm_steps)
+    if refit and supervision.refit_C is not None:
+        supervision.refit_square_norms += float(np.sum(free_theta * free_theta))
+        supervision.refit_docs += X.shape[0]
+        supervision.refit_coef, supervision.refit_steps = stochastic_svm_step(
+            _or_zeros(supervision.refit_coef, supervision, free_theta), free_theta, y_index,
+            supervision.refit_weight(), cost, supervision.refit_steps)
+    return outcome
+
+
+def _or_zeros(W, supervision, theta):
+    return np.zeros((supervision.n_classes, theta.shape[1])) if W is None else W

@@ -37,8 +37,9 @@ def assert_same_fit(a, b):
 def test_partial_fit_loop_equals_fit_stream(labelled):
     X, y, _ = labelled
     classes = np.unique(y)
-    streamed = MedSTC(**SMALL, n_passes=1, topic_averaging=0.0).fit_stream(batches_of(X, y),
-                                                                           classes=classes)
+    # a one-shot stream takes the refit steps in its pass, as partial_fit does
+    streamed = MedSTC(**SMALL, n_passes=1, topic_averaging=0.0).fit_stream(
+        iter(batches_of(X, y)), classes=classes)
     looped = MedSTC(**SMALL)
     for Xb, yb in batches_of(X, y):
         looped.partial_fit(Xb, yb, classes=classes)
@@ -48,7 +49,7 @@ def test_partial_fit_loop_equals_fit_stream(labelled):
 
 
 class Schedule:
-    """The batches an online fit draws (pass by pass), re-iterable for fit_stream."""
+    """The batches an online fit draws (pass by pass, then the refit's), for fit_stream."""
 
     def __init__(self, X, y, orders, size):
         self.X, self.y, self.orders, self.size, self.passes = X, y, orders, size, 0
@@ -65,7 +66,10 @@ class Schedule:
 
 
 def test_fit_stream_equals_online_fit_on_its_schedule(labelled):
-    """fit(online) is fit_stream over the shuffled batches fit draws from random_state."""
+    """fit(online) is fit_stream over the shuffled batches fit draws from random_state.
+
+    Both take the refit steps in one more pass over the batches, with the final topics.
+    """
     X, y, _ = labelled
     params = dict(SMALL, n_passes=2, topic_averaging=0.5, total_samples=X.shape[0])
     fitted = MedSTC(**params).fit(X, y)
@@ -75,11 +79,16 @@ def test_fit_stream_equals_online_fit_on_its_schedule(labelled):
     replay = np.random.RandomState(0)
     replay.permutation(X.shape[0])
     initial_dictionary(X[first_order[:150]], 4, rng)
-    orders = [first_order, rng.permutation(X.shape[0])]
+    # the refit pass's order: a new draw from random_state=0, the first order again
+    orders = [first_order, rng.permutation(X.shape[0]), first_order]
     streamed = MedSTC(**dict(params, random_state=replay)).fit_stream(
         Schedule(X, y, orders, 150), classes=np.unique(y))
     assert_same_fit(fitted, streamed)
     np.testing.assert_array_equal(fitted.objective_, streamed.objective_)
+    # the refit saw every document once, coded as transform codes it
+    assert fitted.online_refit_docs_ == X.shape[0]
+    theta = fitted.transform(X)
+    assert np.isclose(fitted.online_refit_square_norms_, np.sum(theta * theta), rtol=1e-12)
 
 
 # ---- the stochastic SVM step
@@ -106,6 +115,19 @@ def test_one_step_is_the_pegasos_update():
     assert steps == t
 
 
+def test_average_is_the_mean_of_the_iterates():
+    rng = np.random.default_rng(2)
+    theta, y = rng.random((3 * SVM_CHUNK, 3)), rng.integers(0, 3, 3 * SVM_CHUNK)
+    average, W, iterates = np.zeros((3, 3)), np.zeros((3, 3)), []
+    for first in range(0, 3 * SVM_CHUNK, SVM_CHUNK):
+        W, _ = stochastic_svm_step(W, theta[first:first + SVM_CHUNK], y[first:first + SVM_CHUNK],
+                                   5.0, 1.0, len(iterates))
+        iterates.append(W)
+    W_all, steps = stochastic_svm_step(np.zeros((3, 3)), theta, y, 5.0, 1.0, 0, average)
+    np.testing.assert_array_equal(W_all, iterates[-1])
+    np.testing.assert_allclose(average, np.mean(iterates, axis=0), rtol=1e-13)
+
+
 def test_stochastic_step_converges_to_the_cutting_plane_solution():
     """Passes of the step over a fixed problem approach the 1-slack SVM's optimum of (4)'s block."""
     rng = np.random.default_rng(0)
@@ -117,13 +139,15 @@ def test_stochastic_step_converges_to_the_cutting_plane_solution():
     reference = CuttingPlaneSVM(C=C, cost=cost, tol=1e-6).fit(theta, y)
     best = reference.objective_
     W, steps, gaps = np.zeros((n_classes, K)), 0, []
+    average = np.zeros_like(W)
     for _ in range(30):
-        W, steps = stochastic_svm_step(W, theta, y, C, cost, steps)
-        gaps.append(primal_objective(W, theta, y, C, cost) - best)
+        W, steps = stochastic_svm_step(W, theta, y, C, cost, steps, average)
+        gaps.append(primal_objective(average, theta, y, C, cost) - best)
     assert steps == 30 * n // SVM_CHUNK
     assert min(gaps) >= -1e-9 * best  # nothing beats the certified optimum
     assert gaps[-1] < 0.1 * gaps[0] and gaps[-1] < 0.02 * best
-    predicted = np.argmax(theta @ W.T, axis=1)
+    assert primal_objective(W, theta, y, C, cost) - best < 0.05 * best
+    predicted = np.argmax(theta @ average.T, axis=1)
     assert np.mean(predicted == reference.predict(theta)) > 0.98
 
 

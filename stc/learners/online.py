@@ -84,14 +84,20 @@ def learn(problem, X, options, state=None, *, y=None, learn_one=None):
         order = rng.permutation(X.shape[0])
         for first in range(0, X.shape[0], options.batch_size):
             rows = order[first:first + options.batch_size]
-            batch = X[rows]
-            batch.indices = batch.indices.astype(np.int32, copy=False)
-            batch.indptr = batch.indptr.astype(np.int32, copy=False)
+            batch = rows_of(X, rows)
             yield batch if y is None else (batch, y[rows])
 
     n_batches = -(-X.shape[0] // options.batch_size)
     return _passes(lambda: problem, shuffled_batches, n_batches,
                    OnlineState() if state is None else state, options, rng, learn_one)
+
+
+def rows_of(X, rows):
+    """Rows ``rows`` of CSR ``X`` as a CSR batch with the kernels' int32 indices."""
+    batch = X[rows]
+    batch.indices = batch.indices.astype(np.int32, copy=False)
+    batch.indptr = batch.indptr.astype(np.int32, copy=False)
+    return batch
 
 
 def learn_stream(problem_of, make_batches, n_batches, options, state=None, *, learn_one=None):

@@ -354,8 +354,15 @@ class MedSTC(ClassifierMixin, STC):
         if supervision.total_samples is None:  # D of (4): the training documents
             supervision.total_samples = X.shape[0]
         fitted = online.learn(problem, X, self._learning_options(), y=y_index,
-                              learn_one=self._labelled_step(supervision))
+                              learn_one=self._labelled_step(supervision, refit=False))
         self._store_fitted(fitted)
+        if self.refit_C is not None and not fitted.interrupted:
+            # in a new shuffled order: rows sorted by class would make the steps cycle
+            order = check_random_state(self.random_state).permutation(X.shape[0])
+            self._refit_pass(problem, ((online.rows_of(X, order[first:first + self.batch_size]),
+                                        y_index[order[first:first + self.batch_size]])
+                                       for first in range(0, X.shape[0], self.batch_size)),
+                             supervision)
         self._store_online_classifier(encoder.classes_, supervision)
         self.fit_time_ = time.perf_counter() - start
         return self
@@ -366,22 +373,33 @@ class MedSTC(ClassifierMixin, STC):
         return OnlineSupervision(n_classes, float(self.C), float(self.cost), self.refit_C,
                                  self.total_samples, self.sweeps_per_iteration)
 
-    def _labelled_step(self, supervision):
-        """The learner's step of one (X, class indices) batch: `learn_labelled_batch`."""
+    def _labelled_step(self, supervision, refit):
+        """The learner's step of one (X, class indices) batch: `learn_labelled_batch`.
+
+        ``refit``: the refit steps run in the last pass (else in `_refit_pass`).
+        """
         from stc.supervised.online import learn_labelled_batch
 
         def learn_one(problem, batch, state, options, rng, pass_number):
             return learn_labelled_batch(problem, batch, state, supervision, options, rng,
-                                        refit=pass_number == options.n_passes,
+                                        refit=refit and pass_number == options.n_passes,
                                         later_pass=pass_number > 1)
         return learn_one
+
+    def _refit_pass(self, problem, batches, supervision):
+        from stc.supervised.online import refit_pass
+
+        capped = refit_pass(problem, batches, self.components_, supervision, self.n_jobs)
+        if capped:  # as transform warns
+            warn_if_unfinished(self, True, False, capped)
 
     def _store_online_classifier(self, classes, supervision):
         """The classifiers and the counters online learning carries (saved with the model)."""
         self.classes_ = classes
         self.joint_coef_ = supervision.coef
         refitted = supervision.refit_coef is not None
-        self.coef_ = supervision.refit_coef if refitted else supervision.coef
+        self.coef_ = supervision.refit_average if refitted else supervision.coef
+        self.online_refit_coef_ = supervision.refit_coef
         self.refit_C_ = supervision.refit_weight() if refitted else None
         self.online_total_samples_ = supervision.total_samples
         self.n_docs_seen_ = supervision.n_docs_seen
@@ -396,7 +414,10 @@ class MedSTC(ClassifierMixin, STC):
         supervision = self._new_supervision(self.classes_.size)
         supervision.total_samples = self.online_total_samples_
         supervision.coef = self.joint_coef_
-        supervision.refit_coef = self.coef_ if self.refit_C_ is not None else None
+        if self.refit_C_ is not None:
+            supervision.refit_coef = self.online_refit_coef_
+            # updated in place by the next steps: a copy (a loaded array may be read-only)
+            supervision.refit_average = np.array(self.coef_, dtype=np.float64)
         supervision.n_docs_seen = self.n_docs_seen_
         supervision.svm_steps = self.online_svm_steps_
         supervision.refit_steps = self.online_refit_steps_
@@ -409,7 +430,7 @@ class MedSTC(ClassifierMixin, STC):
         super()._forget_online_state()
         for name in ("online_total_samples_", "n_docs_seen_", "online_svm_steps_",
                      "online_refit_steps_", "online_refit_square_norms_", "online_refit_docs_",
-                     "classes_", "coef_", "joint_coef_", "refit_C_"):
+                     "online_refit_coef_", "classes_", "coef_", "joint_coef_", "refit_C_"):
             self.__dict__.pop(name, None)
 
     def _check_classes(self, classes, first):
@@ -512,8 +533,9 @@ class MedSTC(ClassifierMixin, STC):
         As `STC.fit_stream` (``n_passes`` passes over ``batches`` in the
         order given, topic averaging in the last pass), each pair learned
         from by `partial_fit`'s step, with every label one of ``classes``
-        (required). The refit of ``coef_`` on label-free codes runs in the
-        last pass only. With ``total_samples`` None, D is the number of
+        (required). The refit of ``coef_`` on label-free codes runs in one
+        more pass over ``batches`` with the final topics (in the last pass
+        for a one-shot iterator). With ``total_samples`` None, D is the number of
         documents seen so far in the first pass and the number of documents
         of a pass after it. Starts afresh, like ``fit``.
         """
@@ -551,9 +573,13 @@ class MedSTC(ClassifierMixin, STC):
         except TypeError:
             n_batches = None
         supervision = self._new_supervision(classes.size)
-        self._store_fitted(online.learn_stream(self._coding_problem, validated_batches,
-                                               n_batches, self._learning_options(),
-                                               learn_one=self._labelled_step(supervision)))
+        one_shot = iter(batches) is batches
+        fitted = online.learn_stream(self._coding_problem, validated_batches, n_batches,
+                                     self._learning_options(),
+                                     learn_one=self._labelled_step(supervision, one_shot))
+        self._store_fitted(fitted)
+        if self.refit_C is not None and not one_shot and not fitted.interrupted:
+            self._refit_pass(self._coding_problem(), validated_batches(), supervision)
         self._store_online_classifier(classes, supervision)
         self.fit_time_ = time.perf_counter() - start
         return self

@@ -15,11 +15,16 @@ runs STC's online learner (`stc.learners.online`) with the batch step
   3. STC's stochastic dictionary step on those codes (`stc.online`);
   4. `stochastic_svm_step` on the batch's codes and labels moves the
      loop's eta, ``joint_coef_``;
-  5. the refit (``refit_C``): the same step on the batch's label-free codes
-     moves a second classifier, ``coef_``, the one `predict` uses. `fit` and
-     `fit_stream` take it in the last pass only (the topics have settled by
-     then, as batch MedSTC refits after its loop); `partial_fit` in every
-     batch, since it cannot know which pass is the last.
+  5. the refit (``refit_C``): the same step on label-free codes moves a
+     second classifier; ``coef_``, the one `predict` uses, is the mean of
+     its iterates. `fit` and
+     `fit_stream` take it after the passes, in one more pass that codes
+     every batch without labels with the final topics (`refit_pass`), as
+     batch MedSTC refits on the training documents coded after its loop
+     (a one-shot stream, which cannot be read again, takes it in its last
+     pass on each batch's label-free codes of step 1); `partial_fit` in
+     every batch, on the codes of step 1, since it cannot know which batch
+     is the last.
 
 Memory is that of STC's online learning: the batch's word codes and the
 (K, N) statistics; the classifiers are (n_classes, K).
@@ -30,7 +35,7 @@ import numpy as np
 
 from stc._core._coding import move_along_segments
 from stc._core._dense import dot
-from stc.coding import code_documents, code_new_documents
+from stc.coding import code_documents, code_known_terms, code_new_documents
 from stc.learners.online import start_batch
 from stc.online import BatchOutcome, batch_sums, stochastic_dictionary_step
 from stc.supervised.steps import refit_C_of_scale, shifted_mean_term
@@ -43,7 +48,7 @@ from stc.training import count_capped, iteration_problem
 SVM_CHUNK = 16
 
 
-def stochastic_svm_step(W, theta, y_index, C, cost, n_steps):
+def stochastic_svm_step(W, theta, y_index, C, cost, n_steps, average=None):
     """Pegasos steps on the SVM block of (4) over ``theta``'s rows in chunks; returns (W, n_steps).
 
     The SVM block of problem (4) divided by C is
@@ -70,6 +75,13 @@ def stochastic_svm_step(W, theta, y_index, C, cost, n_steps):
     whatever batch it came in. F's expected suboptimality after T steps is
     O(C G^2 log(T) / T), G the largest ||theta_d||.
 
+    ``average`` (n_classes, K), if given, is the mean of the iterates
+    W_1, ..., W_{n_steps} and is updated in place to the mean up to the last
+    step (Polyak-Ruppert averaging): the refitted classifier is this mean,
+    which is far less noisy than the last iterate after one pass (on the
+    embedded corpus, 0.94 test accuracy against 0.77, the cutting-plane
+    SVM's 0.94).
+
     ``W`` (n_classes, K) is not changed (a new array is returned); zeros
     start Pegasos (whose first step ignores the start anyway). The sums run
     in a fixed order: the result does not depend on threads.
@@ -89,6 +101,8 @@ def stochastic_svm_step(W, theta, y_index, C, cost, n_steps):
         norm = np.sqrt(dot(W, W))
         if norm > radius:
             W *= radius / norm
+        if average is not None:
+            average += (W - average) / n_steps
     return W, n_steps
 
 
@@ -104,7 +118,8 @@ class OnlineSupervision:
     sweeps: int = None             # shifted-mean sweeps per batch (None: to inner_tol)
     coef: np.ndarray = None        # the loop's eta (None before the first step)
     svm_steps: int = 0             # Pegasos steps taken for ``coef``
-    refit_coef: np.ndarray = None  # eta on label-free codes (None before the refit)
+    refit_coef: np.ndarray = None  # last Pegasos iterate on label-free codes (None before)
+    refit_average: np.ndarray = None  # the mean of those iterates: the refitted eta
     refit_steps: int = 0
     refit_square_norms: float = 0.0  # sum of ||theta_d||^2 of the refit's label-free codes
     refit_docs: int = 0
@@ -191,13 +206,47 @@ def learn_labelled_batch(problem, batch, state, supervision, options, rng, *, re
     del sums, codes
     supervision.coef, supervision.svm_steps = stochastic_svm_step(
         _or_zeros(W, supervision, theta), theta, y_index, C, cost, supervision.svm_steps)
-    if refit and supervision.refit_C is not None:
-        supervision.refit_square_norms += float(np.sum(free_theta * free_theta))
-        supervision.refit_docs += X.shape[0]
-        supervision.refit_coef, supervision.refit_steps = stochastic_svm_step(
-            _or_zeros(supervision.refit_coef, supervision, free_theta), free_theta, y_index,
-            supervision.refit_weight(), cost, supervision.refit_steps)
+    if refit:
+        refit_step(free_theta, y_index, supervision)
     return outcome
+
+
+def refit_step(theta, y_index, supervision):
+    """Step 5: `stochastic_svm_step` of the refitted eta on label-free codes ``theta``.
+
+    Its C is ``refit_C``, or for "auto" `refit_C_of_scale` of the mean
+    ||theta_d||^2 of the label-free codes it has seen so far (this batch's
+    included). Nothing is done when ``refit_C`` is None.
+    """
+    if supervision.refit_C is None:
+        return
+    supervision.refit_square_norms += float(np.sum(theta * theta))
+    supervision.refit_docs += theta.shape[0]
+    if supervision.refit_average is None:
+        supervision.refit_average = _or_zeros(None, supervision, theta)
+    supervision.refit_coef, supervision.refit_steps = stochastic_svm_step(
+        _or_zeros(supervision.refit_coef, supervision, theta), theta, y_index,
+        supervision.refit_weight(), supervision.cost, supervision.refit_steps,
+        supervision.refit_average)
+
+
+def refit_pass(problem, batches, beta, supervision, n_jobs=None):
+    """The refit after the passes: every batch coded without labels with the final topics.
+
+    ``batches`` yields (X, class indices) pairs; each batch is coded as
+    `MedSTC.transform` codes documents (`stc.coding.code_known_terms`), then
+    takes `refit_step`: batch MedSTC's refit on the training documents coded
+    after its loop, with the stochastic step and one batch in memory.
+    Returns the number of documents whose coding stopped at the sweep cap.
+    """
+    capped = 0
+    for X, y_index in batches:
+        if X.shape[0] == 0:
+            continue
+        theta, _, result = code_known_terms(problem, X, beta, n_jobs=n_jobs)
+        capped += count_capped(result, problem)
+        refit_step(theta, y_index, supervision)
+    return capped
 
 
 def _or_zeros(W, supervision, theta):

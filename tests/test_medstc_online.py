@@ -145,8 +145,9 @@ def test_stochastic_step_converges_to_the_cutting_plane_solution():
         gaps.append(primal_objective(average, theta, y, C, cost) - best)
     assert steps == 30 * n // SVM_CHUNK
     assert min(gaps) >= -1e-9 * best  # nothing beats the certified optimum
-    assert gaps[-1] < 0.1 * gaps[0] and gaps[-1] < 0.02 * best
-    assert primal_objective(W, theta, y, C, cost) - best < 0.05 * best
+    # the mean of the iterates keeps the early ones: it converges more slowly than the last
+    assert gaps[-1] < 0.05 * gaps[0] and gaps[-1] < 0.03 * best
+    assert primal_objective(W, theta, y, C, cost) - best < 0.005 * best
     predicted = np.argmax(theta @ average.T, axis=1)
     assert np.mean(predicted == reference.predict(theta)) > 0.98
 

@@ -9,9 +9,10 @@ runs STC's online learner (`stc.learners.online`) with the batch step
   2. once a classifier exists, the codes are moved by ``sweeps`` coding
      sweeps with theta's shifted mean from the current eta (MedSTC's coding
      step, `stc.supervised.steps.shifted_mean_term`, with D the number of
-     training documents); a document whose sweeps raise its share of
-     objective (4) keeps its label-free codes (the safeguard of batch
-     MedSTC without its halvings);
+     training documents); where the sweeps raise a document's share of
+     objective (4), the step from its label-free codes is halved (up to
+     three times, as batch MedSTC's safeguard does), else it keeps its
+     label-free codes;
   3. STC's stochastic dictionary step on those codes (`stc.online`);
   4. `stochastic_svm_step` on the batch's codes and labels moves the
      loop's eta, ``joint_coef_``;
@@ -35,10 +36,10 @@ import numpy as np
 
 from stc._core._coding import move_along_segments
 from stc._core._dense import dot
-from stc.coding import code_documents, code_known_terms, code_new_documents
+from stc.coding import code_documents, code_known_terms, code_new_documents, segment_objectives
 from stc.learners.online import start_batch
 from stc.online import BatchOutcome, batch_sums, stochastic_dictionary_step
-from stc.supervised.steps import refit_C_of_scale, shifted_mean_term
+from stc.supervised.steps import ShiftedMeanCodingStep, refit_C_of_scale, shifted_mean_term
 from stc.supervised.svm import loss_augmented_hinges, sample_hinges
 from stc.training import count_capped, iteration_problem
 
@@ -159,15 +160,31 @@ def supervised_codes(problem, X, y_index, beta, supervision, n_jobs=None):
                            theta, theta_linear=linear, n_jobs=n_jobs, with_start=False)
     # objective (2) of each document (the linear term is not part of it) plus its hinge share
     objective = swept.objective + np.sum(linear * theta, axis=1)
-    worse = ~(objective + (C / D) * sample_hinges(W, theta, y_index, cost)
-              <= result.objective + (C / D) * sample_hinges(W, free_theta, y_index, cost))
+    old_total = result.objective + (C / D) * sample_hinges(W, free_theta, y_index, cost)
+    # "not <=" also catches NaN and inf (an unbounded step with the l1 penalty on theta)
+    pending = ~(objective + (C / D) * sample_hinges(W, theta, y_index, cost) <= old_total)
+    steps, step = np.ones(X.shape[0]), 1.0
+    # as batch MedSTC's safeguard: halve the step from the label-free codes where it is worse
+    for _ in range(ShiftedMeanCodingStep.MAX_HALVINGS):
+        if not pending.any():
+            break
+        step *= 0.5
+        rows = np.flatnonzero(pending)
+        trial, _ = segment_objectives(problem, X, beta, old_codes, codes, free_theta, theta,
+                                      rows, np.full(rows.size, step), n_jobs)
+        trial_theta = free_theta[rows] + step * (theta[rows] - free_theta[rows])
+        better = (trial + (C / D) * sample_hinges(W, trial_theta, y_index[rows], cost)
+                  <= old_total[rows])
+        steps[rows[better]] = step
+        objective[rows[better]] = trial[better]
+        pending[rows[better]] = False
+    steps[pending] = 0.0  # no decreasing step: the label-free codes
+    objective[pending] = result.objective[pending]
+    supervision.rejected += int(np.count_nonzero(pending))
     means = swept.means
-    if worse.any():  # back to the label-free codes ("not <=" also catches NaN and inf)
-        rows = np.flatnonzero(worse)
-        move_along_segments(X.indptr, X.indices, np.ascontiguousarray(beta.T), old_codes,
-                            codes, free_theta, theta, means, rows, np.zeros(rows.size), n_jobs)
-        objective = np.where(worse, result.objective, objective)
-        supervision.rejected += rows.size
+    moved = np.flatnonzero(steps < 1.0)
+    move_along_segments(X.indptr, X.indices, np.ascontiguousarray(beta.T), old_codes, codes,
+                        free_theta, theta, means, moved, steps[moved], n_jobs)
     return free_theta, codes, theta, means, objective, capped
 
 

@@ -23,6 +23,11 @@ two steps of its own (`stc.supervised.steps`):
 After the loop, eta is refitted on the training documents coded without
 labels (``refit_C``; see `MedSTC`). Test documents are coded without labels
 (plain STC coding) and classified by argmax_y eta_y . theta.
+
+Online learning (``learning_method="online"``, `MedSTC.fit_stream`,
+`MedSTC.partial_fit`) runs STC's online learner with the batch step of
+`stc.supervised.online`: shifted-mean coding of each mini-batch, STC's
+stochastic dictionary step and Pegasos steps for eta.
 """
 import numbers
 import time
@@ -75,7 +80,17 @@ class MedSTC(ClassifierMixin, STC):
     STC, and ``rho`` to 0.02 in relative units, as in STC), plus those below;
     its attributes are STC's plus those below. Learning is batch learning, in
     memory or, for a dask array of CSR row blocks, on the current
-    dask.distributed client (`fit`); online learning is STC's only.
+    dask.distributed client (`fit`), or online learning in memory
+    (``learning_method="online"``, `fit_stream`, `partial_fit`;
+    `stc.supervised.online`): each mini-batch is coded with the shifted mean
+    of the current eta, the topics take STC's stochastic dictionary step and
+    eta a Pegasos step on the batch's codes (`stochastic_svm_step`); the
+    refit runs on every batch coded without labels with the final topics.
+    Online learning's parameters (``batch_size``, ``learning_decay``,
+    ``learning_offset``, ``n_passes``, ``topic_averaging``) are STC's, with
+    ``batch_size=512`` and ``n_passes=1`` by default (below);
+    ``sweeps_per_iteration`` is then the number of shifted-mean sweeps per
+    batch.
 
     ``rho=0.02, rho_units="relative"`` is the knee of MedSTC's
     sparsity-accuracy frontier measured on 20 Newsgroups at K = 50: the
@@ -132,6 +147,25 @@ class MedSTC(ClassifierMixin, STC):
         cross-validation per setting. A number is used as it is. None keeps
         the loop's eta (the paper's classifier).
 
+    batch_size : int, default=512
+        As in `STC` (online learning), with MedSTC's own default.
+    n_passes : int, default=1
+        As in `STC` (online learning), with MedSTC's own default. With STC's
+        online defaults (256 documents, 3 passes) online MedSTC took more
+        CPU time than batch MedSTC on 20 Newsgroups (K = 50; each document is
+        coded from a cold start in every pass). ``batch_size=512,
+        n_passes=1`` is the fastest setting measured on a validation part of
+        the training split whose validation accuracy is at least batch
+        MedSTC's (0.876 against 0.871, in a third of its CPU time;
+        ``benchmarks/results_medstc_online.md``).
+    total_samples : int or None, default=None
+        Online learning: D, the number of training documents the hinge of
+        (4) averages over, which sets the shifted mean's weight C / D. None:
+        ``fit`` takes the rows of X; ``fit_stream`` the documents seen so far
+        in its first pass, then the documents of one pass; ``partial_fit``
+        the documents seen so far (give it when ``partial_fit`` makes several
+        passes over a corpus).
+
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -155,6 +189,21 @@ class MedSTC(ClassifierMixin, STC):
     refit_C_ : float or None
         The C the classifier was refitted with: ``refit_C``, or its value
         for ``"auto"`` (None if ``refit_C`` is None).
+    n_docs_seen_ : int
+        Online learning: documents learned from (every pass counts).
+    online_total_samples_ : int or None
+        Online learning: D (None: counted as documents come, see
+        ``total_samples``). The other ``online_*_`` attributes
+        (``online_svm_steps_``, ``online_refit_steps_``,
+        ``online_refit_square_norms_``, ``online_refit_docs_``,
+        ``online_refit_coef_``: the Pegasos step counters, the sums of
+        ``refit_C="auto"``, the refit's last iterate) keep the rest of online
+        learning's state, so that ``partial_fit`` goes on after a save and load.
+
+    With online learning, ``rejected_steps_`` is the total number of
+    rejected shifted-mean steps, ``coef_`` the mean of the refit's Pegasos
+    iterates, and ``hinge_``, ``train_accuracy_`` and
+    ``refit_train_accuracy_`` are not set.
 
     Examples
     --------
@@ -183,8 +232,8 @@ class MedSTC(ClassifierMixin, STC):
                  theta_penalty="l2", code_penalty="l1", max_iter=20, tol=1e-4,
                  inner_max_iter=50, inner_tol=1e-4, dictionary_max_iter=3,
                  sweeps_per_iteration=2, n_jobs=None, random_state=None, init="random",
-                 verbose=0, learning_method="batch", batch_size=256, learning_decay=0.51,
-                 learning_offset=10.0, n_passes=3, topic_averaging=0.5, total_samples=None):
+                 verbose=0, learning_method="batch", batch_size=512, learning_decay=0.51,
+                 learning_offset=10.0, n_passes=1, topic_averaging=0.5, total_samples=None):
         super().__init__(n_topics=n_topics, lambda_=lambda_, gamma=gamma, rho=rho,
                          rho_units=rho_units, loss=loss,
                          theta_penalty=theta_penalty, code_penalty=code_penalty,
@@ -226,6 +275,7 @@ class MedSTC(ClassifierMixin, STC):
         check_training_corpus(X)
         problem = self._set_count_scale(X)
         encoder, y_index = self._encoded_labels(y, X.shape[0])
+        self._forget_online_state()
         svm_step = SVMStep(self.C, self.cost, self.svm_tol, self.svm_max_iter, y_index)
         coding_step = ShiftedMeanCodingStep(problem, svm_step, X.shape[0], self.n_jobs,
                                             self.sweeps_per_iteration)
@@ -256,6 +306,7 @@ class MedSTC(ClassifierMixin, STC):
                                       self.svm_tol, self.svm_max_iter, self.n_jobs,
                                       self.sweeps_per_iteration)
         self._forget_vocabulary()
+        self._forget_online_state()
         fitted = dask_batch.learn(self._coding_problem, X, self._learning_options(),
                                   client=client, loss=loss, steps=supervision)
         self.n_features_in_ = X.shape[1]
@@ -428,7 +479,9 @@ class MedSTC(ClassifierMixin, STC):
 
     def _forget_online_state(self):
         super()._forget_online_state()
-        for name in ("online_total_samples_", "n_docs_seen_", "online_svm_steps_",
+        # also a batch fit's records, which online learning does not keep
+        for name in ("hinge_", "train_accuracy_", "refit_train_accuracy_",
+                     "online_total_samples_", "n_docs_seen_", "online_svm_steps_",
                      "online_refit_steps_", "online_refit_square_norms_", "online_refit_docs_",
                      "online_refit_coef_", "classes_", "coef_", "joint_coef_", "refit_C_"):
             self.__dict__.pop(name, None)

@@ -13,7 +13,8 @@ parameters at their defaults; the online one adds ``learning_method="online"`` (
 * test accuracy: ``score`` on the test split (test documents coded without labels);
 * fit time: ``--rounds`` untraced fits of each model, interleaved (batch, online,
   batch, ...) with the load average at each, and their median; the speed ratio
-  compares the medians;
+  compares the medians (also in the process's CPU time over all threads, which a
+  busy machine disturbs less);
 * peak memory of ``fit``: ``tracemalloc`` peak above the start, in a further fit of
   each model (numpy reports its buffers to tracemalloc). The batch model's peak is
   reached in its first iterations (word codes, layout, dictionary-step buffers and
@@ -78,18 +79,19 @@ def main(argv=None):
         online_params["batch_size"] = args.batch_size
     if args.passes is not None:
         online_params["n_passes"] = args.passes
-    runs = {"batch": dict(params=common, times=[], loads=[], model=None,
+    runs = {"batch": dict(params=common, times=[], cpu=[], loads=[], model=None,
                           trace=dict(max_iter=2, refit_C=None)),
-            "online": dict(params=online_params, times=[], loads=[], model=None,
+            "online": dict(params=online_params, times=[], cpu=[], loads=[], model=None,
                            trace=dict(n_passes=1))}
     # Timed fits interleaved, so that a change in the machine's load hits both alike.
     for round_number in range(1, args.rounds + 1):
         for name, run in runs.items():
             log(f"{name}: fit {round_number}/{args.rounds}")
             run["loads"].append(load_average().split()[0])
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             model = fitted(run["params"], train)
             run["times"].append(time.perf_counter() - start)
+            run["cpu"].append(time.process_time() - cpu)
             run["model"] = run["model"] or model
             log(f"{name}: {run['times'][-1]:.1f} s (load {run['loads'][-1]})")
     for name, run in runs.items():
@@ -97,6 +99,7 @@ def main(argv=None):
         log(f"{name}: test accuracy {run['accuracy']:.4f}; traced fit for peak memory")
         run["peak"] = traced_peak_mb(dict(run["params"], **run["trace"]), train)
         run["time"] = float(np.median(run["times"]))
+        run["cpu_time"] = float(np.median(run["cpu"]))
     batch, online = runs["batch"], runs["online"]
     defaults = MedSTC().get_params()
     online_setting = {k: online_params.get(k, defaults[k]) for k in
@@ -105,18 +108,22 @@ def main(argv=None):
     points = 100 * (online["accuracy"] - batch["accuracy"])
     speedup = batch["time"] / online["time"]
     memory_ratio = online["peak"] / batch["peak"]
-    rows = ["| model | fit (s), median | fits (s) | load (1 min) at each fit | test accuracy "
+    cpu_speedup = batch["cpu_time"] / online["cpu_time"]
+    rows = ["| model | fit (s), median | fits (s) | fit CPU time (s, all threads), median "
+            "| load (1 min) at each fit | test accuracy "
             "| refit_C_ | fit peak memory (MiB, tracemalloc) |",
-            "|---|---|---|---|---|---|---|"]
+            "|---|---|---|---|---|---|---|---|"]
     for name, run in runs.items():
         rows.append(f"| {name} | {run['time']:.1f} | "
-                    f"{', '.join(f'{t:.1f}' for t in run['times'])} | "
+                    f"{', '.join(f'{t:.1f}' for t in run['times'])} | {run['cpu_time']:.1f} | "
                     f"{', '.join(run['loads'])} | {run['accuracy']:.4f} | "
                     f"{run['model'].refit_C_:.4g} | {run['peak']:.0f} |")
     verdict = lambda ok: "met" if ok else "NOT met"  # noqa: E731
     targets = [
         f"| test accuracy within 1 point | {points:+.2f} points | {verdict(points >= -1.0)} |",
-        f"| fit at least 3x faster | {speedup:.2f}x | {verdict(speedup >= 3.0)} |",
+        f"| fit at least 3x faster (wall clock) | {speedup:.2f}x | {verdict(speedup >= 3.0)} |",
+        f"| (the same in CPU time, less sensitive to the load) | {cpu_speedup:.2f}x | "
+        f"{verdict(cpu_speedup >= 3.0)} |",
         f"| peak memory at most 1/4 | {memory_ratio:.3f} | {verdict(memory_ratio <= 0.25)} |",
     ]
     command = "python benchmarks/bench_medstc_online.py " + " ".join(argv or sys.argv[1:])

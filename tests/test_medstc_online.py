@@ -181,9 +181,13 @@ def test_classes_are_required_on_the_first_call(labelled):
 
 def test_partial_fit_refuses_a_batch_fit(labelled):
     X, y, _ = labelled
-    model = MedSTC(n_topics=3, max_iter=2, tol=0.0, random_state=0)
+    model = MedSTC(n_topics=3, max_iter=2, tol=0.0, random_state=0, learning_method="online",
+                   batch_size=100).fit(X[:200], y[:200])
+    assert model.n_docs_seen_ == 200 and not hasattr(model, "hinge_")
+    model.set_params(learning_method="batch")
     with pytest.warns(ConvergenceWarning):
-        model.fit(X[:200], y[:200])
+        model.fit(X[:200], y[:200])  # forgets the online state
+    assert not hasattr(model, "n_docs_seen_") and len(model.hinge_) == 2
     with pytest.raises(ValueError, match="learning_method='batch'"):
         model.partial_fit(X[:100], y[:100])
 

@@ -192,7 +192,7 @@ class MedSTC(ClassifierMixin, STC):
                  loss="poisson",
                  theta_penalty="l2", code_penalty="l1", max_iter=20, tol=1e-4,
                  inner_max_iter=50, inner_tol=1e-4, dictionary_max_iter=3,
-                 sweeps_per_iteration=2, n_jobs=None, random_state=None, init="random",
+                 sweeps_per_iteration=2, n_jobs=None, random_state=None, init="auto",
                  verbose=0):
         super().__init__(n_topics=n_topics, lambda_=lambda_, gamma=gamma, rho=rho,
                          rho_units=rho_units, loss=loss,

@@ -122,19 +122,23 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Threads for the kernels (None: 1, -1: all). Results do not depend on it.
     random_state : int, RandomState or None, default=None
         Seeds the initial topics.
-    init : {"random", "nndsvd"}, default="random"
+    init : {"auto", "random", "nndsvd"}, default="auto"
         The starting topics. ``"random"``: each topic a few randomly drawn
         documents mixed with the corpus distribution (the only start before
         this parameter). ``"nndsvd"`` (in-memory batch learning only; online
         and Dask learning start from their first batch or partitions and
         refuse it): from a truncated SVD of the counts, each topic the
         non-negative part of a singular vector (NNDSVD;
-        `stc.dictionary.nndsvd_dictionary`). On a validation part of the
-        20 Newsgroups training split it fitted to codes 2-3 points more
-        accurate than ``"random"`` at K = 50 and 100 (at K = 50 with more
-        coherent topics and a higher held-out likelihood too), and 1 point
-        less accurate at K = 20 (docs: "Topic quality"). The SVD runs in BLAS: a fit from it is the same for any
-        ``n_jobs``, but its last bits may differ between BLAS builds.
+        `stc.dictionary.nndsvd_dictionary`). ``"auto"``: ``"nndsvd"`` for
+        in-memory batch learning with ``n_topics >= 50``
+        (`stc.dictionary.NNDSVD_MIN_TOPICS`), ``"random"`` otherwise. On a
+        validation part of the 20 Newsgroups training split NNDSVD fitted to
+        codes 2-4 points more accurate than the draws at K = 50 and 100 (at
+        K = 50 with more coherent topics and a higher held-out likelihood
+        too); at K = 20 and 30 the draws were as accurate or more, with a
+        higher likelihood (docs: "Topic quality"). The SVD runs in BLAS: a
+        fit from it is the same for any ``n_jobs``, but its last bits may
+        differ between BLAS builds.
     verbose : int, default=0
         When > 0, print progress to stderr. Batch learning: one line per
         outer iteration (objective, share of zero codes, elapsed and
@@ -249,7 +253,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         "sweeps_per_iteration": [NoneValue(), Interval(numbers.Integral, 1, None)],
         "n_jobs": N_JOBS,
         "random_state": RANDOM_STATE,
-        "init": [Options("random", "nndsvd")],
+        "init": [Options("auto", "random", "nndsvd")],
         "verbose": [Interval(numbers.Integral, 0, None)],
         "learning_method": [Options("batch", "online")],
         "batch_size": [Interval(numbers.Integral, 1, None)],
@@ -265,7 +269,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     def __init__(self, n_topics=20, *, lambda_=0.1, gamma=None, rho=0.02, rho_units="relative",
                  loss="poisson", theta_penalty="l1", code_penalty="l1", max_iter=100, tol=1e-4,
                  inner_max_iter=50, inner_tol=1e-4, dictionary_max_iter=3,
-                 sweeps_per_iteration=1, n_jobs=None, random_state=None, init="random", verbose=0,
+                 sweeps_per_iteration=1, n_jobs=None, random_state=None, init="auto", verbose=0,
                  learning_method="batch", batch_size=256, learning_decay=0.51,
                  learning_offset=10.0, n_passes=3, topic_averaging=0.5):
         self.n_topics = n_topics
@@ -361,7 +365,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         if self.init == "nndsvd":
             raise ValueError("init='nndsvd' needs in-memory batch learning (learning_method="
                              "'batch' on a matrix in memory); online and Dask learning start "
-                             "from their data's first batch or partitions: use init='random'")
+                             "from their data's first batch or partitions: use init='auto' or 'random'")
 
     def _learning_options(self):
         """The parameters the learners read, as `stc.learners.LearningOptions`."""

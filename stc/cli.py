@@ -252,9 +252,10 @@ def _add_model_options(parser):
                        metavar="N", help="coding sweeps per document in each outer "
                        "iteration of batch learning; 'none' codes every document to "
                        f"--inner-tol, the paper's step ({_default('sweeps_per_iteration')})")
-    model.add_argument("--init", choices=("random", "nndsvd"),
+    model.add_argument("--init", choices=("auto", "random", "nndsvd"),
                        help="starting topics: a few random documents per topic (random) or, "
-                            "for batch learning only, a truncated SVD of the counts (nndsvd) "
+                            "for batch learning only, a truncated SVD of the counts (nndsvd); "
+                            "auto: nndsvd for batch learning from 50 topics on, else random "
                             f"({_default('init')})")
     model.add_argument("--random-state", type=_number(int, 0), metavar="SEED",
                        help="seed of the initial topics; give one for a repeatable fit "

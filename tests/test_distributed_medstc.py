@@ -11,6 +11,8 @@ from conftest import brief_fit
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
+from test_distributed import dask_rows  # noqa: E402  (after the skips: it needs dask)
+
 # A setting where every part of the loop works: the SVM step moves eta (the training
 # accuracy changes), the safeguard rejects steps, the back-off sits documents out.
 PARAMS = dict(n_topics=5, C=3e5, cost=100.0, max_iter=8, tol=0.0, random_state=0)
@@ -45,14 +47,6 @@ def in_memory(labelled):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "MedSTC stopped at max_iter=")  # tol=0 on purpose
         return MedSTC(**PARAMS).fit(X, y)
-
-
-def dask_rows(X, rows_per_block):
-    """X as a dask array whose chunks are CSR row blocks."""
-    blocks = [da.from_array(X[i:i + rows_per_block], chunks=X[i:i + rows_per_block].shape,
-                            asarray=False)
-              for i in range(0, X.shape[0], rows_per_block)]
-    return da.concatenate(blocks, axis=0)
 
 
 def assert_same_fit(spread, local):

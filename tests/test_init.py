@@ -1,4 +1,4 @@
-"""The starting topics of batch learning: the document draws (the default) and NNDSVD.
+"""The starting topics of batch learning: the document draws, NNDSVD, and "auto" between them.
 
 NNDSVD's truncated SVD runs in LAPACK, so its bits are not pinned
 (tests/test_pinned_results.py); it is checked against an NNDSVD built here from
@@ -14,7 +14,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 import stc
 from stc import STC, MedSTC
-from stc.dictionary import initial_dictionary, nndsvd_dictionary
+from stc.dictionary import (NNDSVD_MIN_TOPICS, initial_dictionary, nndsvd_dictionary,
+                            resolved_init)
 
 from conftest import brief_fit
 
@@ -98,7 +99,7 @@ def test_medstc_starts_from_nndsvd_too(newsgroups):
         warnings.simplefilter("ignore", ConvergenceWarning)
         svd = MedSTC(n_topics=4, max_iter=2, random_state=0, init="nndsvd").fit(X, y)
         drawn = MedSTC(n_topics=4, max_iter=2, random_state=0).fit(X, y)
-    assert drawn.init == "random"
+    assert drawn.init == "auto"  # the draws at 4 topics
     assert not np.array_equal(svd.components_, drawn.components_)
     assert np.all(np.diff(svd.objective_) <= 1e-9 * np.abs(svd.objective_[1:]))
 
@@ -114,7 +115,7 @@ def test_online_learning_refuses_nndsvd(newsgroups):
 
 
 def test_a_bad_init_is_refused_by_name():
-    with pytest.raises(ValueError, match="init must be one of 'random', 'nndsvd'"):
+    with pytest.raises(ValueError, match="init must be one of 'auto', 'random', 'nndsvd'"):
         STC(init="svd").fit(sp.csr_matrix(np.ones((3, 4))))
 
 
@@ -132,3 +133,43 @@ def test_a_model_file_keeps_init(tmp_path, newsgroups):
     model.save(tmp_path / "today.stc")
     assert stc.load(tmp_path / "today.stc").init == "nndsvd"
     assert stc.load(_file_from_before(model, tmp_path, "init")).init == "random"
+
+
+def test_auto_is_nndsvd_from_the_threshold_on_and_the_draws_below():
+    assert NNDSVD_MIN_TOPICS == 50  # docs/quality.md and the docstrings say 50
+    assert resolved_init("auto", NNDSVD_MIN_TOPICS - 1) == "random"
+    assert resolved_init("auto", NNDSVD_MIN_TOPICS) == "nndsvd"
+    assert resolved_init("auto", 500) == "nndsvd"
+    for given in ("random", "nndsvd"):
+        assert resolved_init(given, 2) == resolved_init(given, 500) == given
+
+
+@brief_fit
+def test_a_default_fit_starts_as_auto_says(newsgroups):
+    """At the default init, a batch fit at K = 50 is the NNDSVD fit, one at K = 49 the draws'."""
+    train, _ = newsgroups
+    X = train.data[:300]
+    fits = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for K in (NNDSVD_MIN_TOPICS - 1, NNDSVD_MIN_TOPICS):
+            for init in ("auto", "random", "nndsvd"):
+                fits[K, init] = STC(n_topics=K, max_iter=1, random_state=0,
+                                    init=init).fit(X).components_
+    below, at = NNDSVD_MIN_TOPICS - 1, NNDSVD_MIN_TOPICS
+    assert np.array_equal(fits[below, "auto"], fits[below, "random"])
+    assert np.array_equal(fits[at, "auto"], fits[at, "nndsvd"])
+    assert not np.array_equal(fits[at, "auto"], fits[at, "random"])
+
+
+def test_auto_starts_online_learning_from_its_first_batch(newsgroups):
+    """Online learning has no NNDSVD start: "auto" is accepted there and is the draws."""
+    train, _ = newsgroups
+    X = train.data[:200]
+    params = dict(n_topics=NNDSVD_MIN_TOPICS, learning_method="online", batch_size=100,
+                  n_passes=1, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        auto = STC(init="auto", **params).fit(X)
+        drawn = STC(init="random", **params).fit(X)
+    assert np.array_equal(auto.components_, drawn.components_)

@@ -29,8 +29,8 @@ class LearningOptions:
 
     n_topics: int
     random_state: object = None
-    # batch learning's starting topics: "random" (document draws) or "nndsvd"
-    init: str = "random"
+    # batch learning's starting topics: "random" (document draws), "nndsvd" or "auto"
+    init: str = "auto"
     max_iter: int = 100
     tol: float = 1e-4
     dictionary_max_iter: int = 3

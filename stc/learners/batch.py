@@ -10,7 +10,7 @@ import numpy as np
 
 from stc.coding import initial_codes, start_value_in_domain
 from stc.dictionary import (CorpusLayout, NonFiniteLossError, initial_dictionary,
-                            nndsvd_dictionary)
+                            nndsvd_dictionary, resolved_init)
 from stc.learners import LearnedTopics
 from stc.training import (CodingStep, DictionaryStep, ProgressPrinter, TrainingState, alternate,
                           relative_decrease_below)
@@ -20,8 +20,10 @@ def initial_state(X, loss, n_topics, random_state, init="random"):
     """The starting topics and codes of validated CSR ``X``.
 
     ``init="random"``: `stc.dictionary.initial_dictionary` (a few drawn
-    documents per topic); ``"nndsvd"``: `stc.dictionary.nndsvd_dictionary`.
+    documents per topic); ``"nndsvd"``: `stc.dictionary.nndsvd_dictionary`;
+    ``"auto"``: one of them by the number of topics (`resolved_init`).
     """
+    init = resolved_init(init, n_topics)
     start = nndsvd_dictionary if init == "nndsvd" else initial_dictionary
     beta = start(X, n_topics, random_state)
     codes, theta = initial_codes(X, n_topics, start_value_in_domain(loss, X, beta))

@@ -231,7 +231,7 @@ class MedSTC(ClassifierMixin, STC):
                  loss="poisson",
                  theta_penalty="l2", code_penalty="l1", max_iter=20, tol=1e-4,
                  inner_max_iter=50, inner_tol=1e-4, dictionary_max_iter=3,
-                 sweeps_per_iteration=2, n_jobs=None, random_state=None, init="random",
+                 sweeps_per_iteration=2, n_jobs=None, random_state=None, init="auto",
                  verbose=0, learning_method="batch", batch_size=512, learning_decay=0.51,
                  learning_offset=10.0, n_passes=1, topic_averaging=0.5, total_samples=None):
         super().__init__(n_topics=n_topics, lambda_=lambda_, gamma=gamma, rho=rho,

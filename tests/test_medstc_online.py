@@ -231,7 +231,7 @@ def test_online_fit_classifies_the_embedded_corpus(newsgroups):
     online = MedSTC(n_topics=10, random_state=0, learning_method="online").fit(train.data,
                                                                                 train.target)
     assert online.score(test.data, test.target) > 0.85
-    assert online.n_docs_seen_ == train.data.shape[0]  # n_passes=1
+    assert online.n_docs_seen_ == 2 * train.data.shape[0]  # n_passes=2
     assert online.online_total_samples_ == train.data.shape[0]
     assert online.refit_C_ > 0 and online.coef_.shape == (3, 10)
     assert online.joint_coef_ is not online.coef_

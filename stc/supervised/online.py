@@ -44,27 +44,28 @@ from stc.supervised.svm import loss_augmented_hinges, sample_hinges
 from stc.training import count_capped, iteration_problem
 
 # Documents per step of `stochastic_svm_step` (the batch is cut into such chunks, in order).
-# Smaller chunks mean more, noisier steps; on codes of the 20 Newsgroups training split
-# (K = 50) chunks of 16 reached the cutting-plane SVM's accuracy in one pass.
+# Smaller chunks mean more, noisier steps. Not tuned: with 16, the averaged refit of an
+# online fit on a validation part of the 20 Newsgroups training split (K = 50) scored
+# 0.894 validation accuracy, the cutting-plane SVM on the same label-free codes 0.891.
 SVM_CHUNK = 16
 
 
 def stochastic_svm_step(W, theta, y_index, C, cost, n_steps, average=None):
     """Pegasos steps on the SVM block of (4) over ``theta``'s rows in chunks; returns (W, n_steps).
 
-    The SVM block of problem (4) divided by C is
+    The SVM block of problem (4) divided by C is::
 
         F(W) = 1/(2C) ||W||^2 + (1/D) sum_d h_d(W),
         h_d(W) = max_y [Delta(y_d, y) + W_y . theta_d] - W_{y_d} . theta_d,
 
     lambda-strongly convex with lambda = 1/C. Pegasos (Shalev-Shwartz et al.
     2011) takes, for the t-th chunk B of documents (t counts every step
-    so far, ``n_steps`` before the call), the subgradient of F on B
+    so far, ``n_steps`` before the call), the subgradient of F on B::
 
         g_t = W / C + (1/|B|) sum_{d in B, h_d > 0} (e_{yhat_d} - e_{y_d}) theta_d^T,
 
     yhat_d the loss-augmented label, with the step size eta_t = 1 / (lambda t)
-    = C / t:
+    = C / t::
 
         W <- W - eta_t g_t = (1 - 1/t) W + (C / (t |B|)) sum_{d in B, h_d > 0}
                                                 (e_{y_d} - e_{yhat_d}) theta_d^T,

@@ -182,7 +182,7 @@ def test_classes_are_required_on_the_first_call(labelled):
 def test_partial_fit_refuses_a_batch_fit(labelled):
     X, y, _ = labelled
     model = MedSTC(n_topics=3, max_iter=2, tol=0.0, random_state=0, learning_method="online",
-                   batch_size=100).fit(X[:200], y[:200])
+                   batch_size=100, n_passes=1).fit(X[:200], y[:200])
     assert model.n_docs_seen_ == 200 and not hasattr(model, "hinge_")
     model.set_params(learning_method="batch")
     with pytest.warns(ConvergenceWarning):

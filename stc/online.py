@@ -218,9 +218,17 @@ def code_batch(problem, X, beta, n_jobs=None):
     capped = (int(np.count_nonzero(result.n_iter >= problem.max_iter))
               if problem.max_iter else 0)
     outcome = BatchOutcome(float(np.sum(result.objective)), X.shape[0], capped)
+    return batch_sums(X, codes, result.means, outcome, n_jobs)
+
+
+def batch_sums(X, codes, means, outcome, n_jobs=None):
+    """The `CodedBatch` of CSR batch ``X`` at given word codes and their means s_j . beta_j.
+
+    `code_batch` codes the batch first; online MedSTC gives its own codes
+    (those of the shifted mean, `stc.supervised.online`).
+    """
     layout = BatchLayout(X)
-    ratio = np.divide(layout.data, result.means, out=np.zeros_like(result.means),
-                      where=result.means > 0)
+    ratio = np.divide(layout.data, means, out=np.zeros_like(means), where=means > 0)
     plain, weighted = word_code_sums(layout.col_ptr, layout.col_entries, codes, ratio, n_jobs,
                                      with_plain=True)
     return CodedBatch(layout, codes, plain, weighted, outcome)

@@ -252,7 +252,9 @@ def test_each_kind_of_mistake_has_one_error_type(estimator, params, error):
 @pytest.mark.parametrize("params, error", [(dict(C=0.0), ValueError), (dict(cost=-1), ValueError),
                                            (dict(refit_C="big"), ValueError),
                                            (dict(refit_C=[1.0]), TypeError),
-                                           (dict(svm_max_iter=0), ValueError)])
+                                           (dict(svm_max_iter=0), ValueError),
+                                           (dict(total_samples=0), ValueError),
+                                           (dict(batch_size=0), ValueError)])
 def test_medstc_parameters_go_through_the_same_table(params, error):
     X = small_counts()
     with pytest.raises(error, match=next(iter(params))):

@@ -288,15 +288,3 @@ def test_fit_stream_from_a_file_in_chunks(tmp_path, newsgroups):
     from_file = STC(**SMALL, n_passes=2).fit_stream(reader)
     in_memory = STC(**SMALL, n_passes=2).fit_stream([X[i:i + 200] for i in range(0, 600, 200)])
     np.testing.assert_array_equal(from_file.components_, in_memory.components_)
-
-
-def test_medstc_has_no_online_learning(newsgroups):
-    from stc import MedSTC
-
-    train, _ = newsgroups
-    model = MedSTC(n_topics=3)
-    assert "learning_method" not in model.get_params() and not hasattr(model, "batch_size")
-    with pytest.raises(NotImplementedError, match="STC for online learning"):
-        model.partial_fit(train.data[:10], train.target[:10])
-    with pytest.raises(NotImplementedError, match="STC for online learning"):
-        model.fit_stream([train.data[:10]])

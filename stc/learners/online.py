@@ -43,6 +43,19 @@ def learn_batch(problem, X, state, options, rng):
     not writable C-contiguous float64). The first batch draws the starting
     topics from ``rng``.
     """
+    statistics, rho = start_batch(X, state, options, rng)
+    state.components, state.statistics, outcome = learn_from_batch(
+        problem, X, state.components, statistics, rho, max_steps=options.dictionary_max_iter,
+        n_jobs=options.n_jobs)
+    return outcome
+
+
+def start_batch(X, state, options, rng):
+    """What every batch's step does first: topics ready for ``X``'s terms, the batch counted.
+
+    Returns the running statistics (writable, or None before the first step)
+    and the batch's weight rho_t.
+    """
     if state.components is None:
         state.components = initial_dictionary(X, options.n_topics, rng)
     state.components = introduce_new_terms(writable(state.components), X)
@@ -53,48 +66,61 @@ def learn_batch(problem, X, state, options, rng):
         statistics = OnlineStatistics(writable(statistics.responsibilities),
                                       writable(statistics.code_sums), statistics.multipliers)
     state.n_batch_iter += 1
-    rho = learning_rate(state.n_batch_iter, options.learning_offset, options.learning_decay)
-    state.components, state.statistics, outcome = learn_from_batch(
-        problem, X, state.components, statistics, rho, max_steps=options.dictionary_max_iter,
-        n_jobs=options.n_jobs)
-    return outcome
+    return statistics, learning_rate(state.n_batch_iter, options.learning_offset,
+                                     options.learning_decay)
 
 
-def learn(problem, X, options, state=None):
+def learn(problem, X, options, state=None, *, y=None, learn_one=None):
     """``options.n_passes`` passes over validated CSR ``X`` in shuffled mini-batches.
 
     Each pass draws a new order from ``options.random_state``, which also
-    draws the starting topics. Returns the `LearnedTopics`.
+    draws the starting topics. With labels ``y`` (MedSTC) each batch is the
+    pair (rows of X, their labels). ``learn_one`` replaces `learn_batch` (see
+    `learn_stream`). Returns the `LearnedTopics`.
     """
     rng = check_random_state(options.random_state)
 
     def shuffled_batches():
         order = rng.permutation(X.shape[0])
         for first in range(0, X.shape[0], options.batch_size):
-            batch = X[order[first:first + options.batch_size]]
-            batch.indices = batch.indices.astype(np.int32, copy=False)
-            batch.indptr = batch.indptr.astype(np.int32, copy=False)
-            yield batch
+            rows = order[first:first + options.batch_size]
+            batch = rows_of(X, rows)
+            yield batch if y is None else (batch, y[rows])
 
     n_batches = -(-X.shape[0] // options.batch_size)
     return _passes(lambda: problem, shuffled_batches, n_batches,
-                   OnlineState() if state is None else state, options, rng)
+                   OnlineState() if state is None else state, options, rng, learn_one)
 
 
-def learn_stream(problem_of, make_batches, n_batches, options, state=None):
+def rows_of(X, rows):
+    """Rows ``rows`` of CSR ``X`` as a CSR batch with the kernels' int32 indices."""
+    batch = X[rows]
+    batch.indices = batch.indices.astype(np.int32, copy=False)
+    batch.indptr = batch.indptr.astype(np.int32, copy=False)
+    return batch
+
+
+def learn_stream(problem_of, make_batches, n_batches, options, state=None, *, learn_one=None):
     """``options.n_passes`` passes over the batches ``make_batches()`` yields, in their order.
 
     ``problem_of()`` gives each batch's coding problem: with rho in relative
     units it is known only once the first batch is read. ``n_batches``, the
     batches per pass (for the topic averaging), may be None: it is then
-    counted in the first pass. Returns the `LearnedTopics`.
+    counted in the first pass. ``learn_one(problem, batch, state, options,
+    rng, pass_number)`` learns from one batch instead of `learn_batch` (online
+    MedSTC's step, whose batches are (X, labels) pairs). Returns the
+    `LearnedTopics`.
     """
     return _passes(problem_of, make_batches, n_batches,
                    OnlineState() if state is None else state, options,
-                   check_random_state(options.random_state))
+                   check_random_state(options.random_state), learn_one)
 
 
-def _passes(problem_of, make_batches, n_batches, state, options, rng):
+def _batch_rows(batch):
+    return (batch[0] if isinstance(batch, tuple) else batch).shape[0]
+
+
+def _passes(problem_of, make_batches, n_batches, state, options, rng, learn_one=None):
     """The passes of `learn` and `learn_stream` over ``make_batches()``."""
     progress = (OnlineProgressPrinter(options.n_passes, n_batches,
                                       every_batch=options.verbose >= 2)
@@ -106,10 +132,13 @@ def _passes(problem_of, make_batches, n_batches, state, options, rng):
             total = 0.0
             first_averaged = (averaging_start(n_batches, options.topic_averaging)
                               if pass_number == options.n_passes else None)
-            for batch_number, X in enumerate(make_batches(), start=1):
-                if X.shape[0] == 0:
+            for batch_number, batch in enumerate(make_batches(), start=1):
+                if _batch_rows(batch) == 0:
                     continue
-                outcome = learn_batch(problem_of(), X, state, options, rng)
+                if learn_one is None:
+                    outcome = learn_batch(problem_of(), batch, state, options, rng)
+                else:
+                    outcome = learn_one(problem_of(), batch, state, options, rng, pass_number)
                 if first_averaged is not None and batch_number >= first_averaged:
                     average.add(state.components)
                 total += outcome.objective

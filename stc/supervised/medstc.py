@@ -23,6 +23,11 @@ two steps of its own (`stc.supervised.steps`):
 After the loop, eta is refitted on the training documents coded without
 labels (``refit_C``; see `MedSTC`). Test documents are coded without labels
 (plain STC coding) and classified by argmax_y eta_y . theta.
+
+Online learning (``learning_method="online"``, `MedSTC.fit_stream`,
+`MedSTC.partial_fit`) runs STC's online learner with the batch step of
+`stc.supervised.online`: shifted-mean coding of each mini-batch, STC's
+stochastic dictionary step and Pegasos steps for eta.
 """
 import numbers
 import time
@@ -30,17 +35,21 @@ import time
 import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from stc._core._dense import row_products
 from stc._persistence import register_estimator
-from stc._stc import ONLINE_PARAMETERS, STC
+from stc._stc import STC
 from stc.distributed import check_dask_loss, current_client, is_dask_array
 from stc._validation import (Interval, NoneValue, Options, check_fitted_finite, check_labels,
                              check_training_corpus)
-from stc.learners import batch, dask_batch
-from stc.supervised.steps import ShiftedMeanCodingStep, SVMStep
+from stc.learners import batch, dask_batch, online
+from stc.online import check_online_loss
+# REFIT_C_SCALE is read here by the docs and benchmarks as stc.supervised.medstc.REFIT_C_SCALE
+from stc.supervised.steps import (REFIT_C_SCALE, ShiftedMeanCodingStep, SVMStep,  # noqa: F401
+                                  refit_C_of_scale)
 from stc.supervised.svm import CuttingPlaneSVM
 from stc.training import warn_if_unfinished
 
@@ -48,15 +57,6 @@ from stc.training import warn_if_unfinished
 # The SVM's dual variables lie on a simplex of radius C, which the projection
 # (stc._core._simplex) takes below 1e300.
 MAX_C = 1e300
-
-# refit_C="auto": the refit's C is REFIT_C_SCALE / mean_d ||theta_d||^2 over the label-free
-# training codes. The SVM on codes a theta with C / a^2 is the SVM on theta with C (eta / a,
-# the same predictions), so C times the codes' mean squared norm is what carries over
-# between corpora and settings. The constant is that product for the C = 3e6 chosen by
-# cross-validation at the defaults on 20 Newsgroups, K = 50: mean ||theta_d||^2 = 1.669
-# there, so "auto" gives 2.996e6 (docs/algorithms.md, "Choosing MedSTC's parameters").
-REFIT_C_SCALE = 5e6
-
 
 def auto_refit_C(theta):
     """The refit's C for ``refit_C="auto"``: REFIT_C_SCALE / mean_d ||theta_d||^2.
@@ -66,11 +66,6 @@ def auto_refit_C(theta):
     """
     mean_square_norm = float(np.mean(np.sum(theta * theta, axis=1))) if theta.size else 0.0
     return refit_C_of_scale(mean_square_norm)
-
-
-def refit_C_of_scale(mean_square_norm):
-    """`auto_refit_C` given mean_d ||theta_d||^2 (a dask array's, summed on its partitions)."""
-    return REFIT_C_SCALE / mean_square_norm if mean_square_norm > 0.0 else REFIT_C_SCALE
 
 
 @register_estimator
@@ -85,7 +80,17 @@ class MedSTC(ClassifierMixin, STC):
     STC, and ``rho`` to 0.02 in relative units, as in STC), plus those below;
     its attributes are STC's plus those below. Learning is batch learning, in
     memory or, for a dask array of CSR row blocks, on the current
-    dask.distributed client (`fit`); online learning is STC's only.
+    dask.distributed client (`fit`), or online learning in memory
+    (``learning_method="online"``, `fit_stream`, `partial_fit`;
+    `stc.supervised.online`): each mini-batch is coded with the shifted mean
+    of the current eta, the topics take STC's stochastic dictionary step and
+    eta a Pegasos step on the batch's codes (`stochastic_svm_step`); the
+    refit runs on every batch coded without labels with the final topics.
+    Online learning's parameters (``batch_size``, ``learning_decay``,
+    ``learning_offset``, ``n_passes``, ``topic_averaging``) are STC's, with
+    ``batch_size=512`` and ``n_passes=2`` by default (below);
+    ``sweeps_per_iteration`` is then the number of shifted-mean sweeps per
+    batch.
 
     ``rho=0.02, rho_units="relative"`` is the knee of MedSTC's
     sparsity-accuracy frontier measured on 20 Newsgroups at K = 50: the
@@ -142,6 +147,25 @@ class MedSTC(ClassifierMixin, STC):
         cross-validation per setting. A number is used as it is. None keeps
         the loop's eta (the paper's classifier).
 
+    batch_size : int, default=512
+        As in `STC` (online learning), with MedSTC's own default.
+    n_passes : int, default=2
+        As in `STC` (online learning), with MedSTC's own default. With STC's
+        online defaults (256 documents, 3 passes) online MedSTC took more
+        CPU time than batch MedSTC on 20 Newsgroups (K = 50; each document is
+        coded from a cold start in every pass). ``batch_size=512,
+        n_passes=2`` is the fastest setting measured on a validation part of
+        the training split within half a point of batch MedSTC's validation
+        accuracy (0.888 against 0.889, in about half of its CPU time; one
+        pass: 0.876 in a third; ``benchmarks/results_medstc_online_tuning.md``).
+    total_samples : int or None, default=None
+        Online learning: D, the number of training documents the hinge of
+        (4) averages over, which sets the shifted mean's weight C / D. None:
+        ``fit`` takes the rows of X; ``fit_stream`` the documents seen so far
+        in its first pass, then the documents of one pass; ``partial_fit``
+        the documents seen so far (give it when ``partial_fit`` makes several
+        passes over a corpus).
+
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -165,6 +189,21 @@ class MedSTC(ClassifierMixin, STC):
     refit_C_ : float or None
         The C the classifier was refitted with: ``refit_C``, or its value
         for ``"auto"`` (None if ``refit_C`` is None).
+    n_docs_seen_ : int
+        Online learning: documents learned from (every pass counts).
+    online_total_samples_ : int or None
+        Online learning: D (None: counted as documents come, see
+        ``total_samples``). The other ``online_*_`` attributes
+        (``online_svm_steps_``, ``online_refit_steps_``,
+        ``online_refit_square_norms_``, ``online_refit_docs_``,
+        ``online_refit_coef_``: the Pegasos step counters, the sums of
+        ``refit_C="auto"``, the refit's last iterate) keep the rest of online
+        learning's state, so that ``partial_fit`` goes on after a save and load.
+
+    With online learning, ``rejected_steps_`` is the total number of
+    rejected shifted-mean steps, ``coef_`` the mean of the refit's Pegasos
+    iterates, and ``hinge_``, ``train_accuracy_`` and
+    ``refit_train_accuracy_`` are not set.
 
     Examples
     --------
@@ -177,8 +216,8 @@ class MedSTC(ClassifierMixin, STC):
     """
 
     _parameter_constraints = {
-        **{name: allowed for name, allowed in STC._parameter_constraints.items()
-           if name not in ONLINE_PARAMETERS},
+        **STC._parameter_constraints,
+        "total_samples": [NoneValue(), Interval(numbers.Integral, 1, None)],
         "C": [Interval(numbers.Real, 0, MAX_C, closed="neither")],
         "cost": [Interval(numbers.Real, 0, None, closed="neither")],
         "svm_tol": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -193,7 +232,8 @@ class MedSTC(ClassifierMixin, STC):
                  theta_penalty="l2", code_penalty="l1", max_iter=20, tol=1e-4,
                  inner_max_iter=50, inner_tol=1e-4, dictionary_max_iter=3,
                  sweeps_per_iteration=2, n_jobs=None, random_state=None, init="auto",
-                 verbose=0):
+                 verbose=0, learning_method="batch", batch_size=512, learning_decay=0.51,
+                 learning_offset=10.0, n_passes=2, topic_averaging=0.5, total_samples=None):
         super().__init__(n_topics=n_topics, lambda_=lambda_, gamma=gamma, rho=rho,
                          rho_units=rho_units, loss=loss,
                          theta_penalty=theta_penalty, code_penalty=code_penalty,
@@ -201,9 +241,11 @@ class MedSTC(ClassifierMixin, STC):
                          inner_tol=inner_tol, dictionary_max_iter=dictionary_max_iter,
                          sweeps_per_iteration=sweeps_per_iteration,
                          n_jobs=n_jobs, random_state=random_state, init=init,
-                         verbose=verbose)
-        for name in ONLINE_PARAMETERS:  # STC's online learning is not MedSTC's
-            delattr(self, name)
+                         verbose=verbose, learning_method=learning_method,
+                         batch_size=batch_size, learning_decay=learning_decay,
+                         learning_offset=learning_offset, n_passes=n_passes,
+                         topic_averaging=topic_averaging)
+        self.total_samples = total_samples
         self.C = C
         self.cost = cost
         self.svm_tol = svm_tol
@@ -222,11 +264,18 @@ class MedSTC(ClassifierMixin, STC):
         start = time.perf_counter()
         loss = self._checked_loss()
         if is_dask_array(X):
+            if self.learning_method == "online":
+                raise NotImplementedError("MedSTC(learning_method='online') of a dask array is "
+                                          "not implemented: use learning_method='batch' on "
+                                          "Dask, or online learning in memory")
             return self._fit_dask(X, y, loss, start)
+        if self.learning_method == "online":
+            return self._fit_online(X, y, loss, start)
         X = self._validate_X(X, reset=True, loss=loss)
         check_training_corpus(X)
         problem = self._set_count_scale(X)
         encoder, y_index = self._encoded_labels(y, X.shape[0])
+        self._forget_online_state()
         svm_step = SVMStep(self.C, self.cost, self.svm_tol, self.svm_max_iter, y_index)
         coding_step = ShiftedMeanCodingStep(problem, svm_step, X.shape[0], self.n_jobs,
                                             self.sweeps_per_iteration)
@@ -257,6 +306,7 @@ class MedSTC(ClassifierMixin, STC):
                                       self.svm_tol, self.svm_max_iter, self.n_jobs,
                                       self.sweeps_per_iteration)
         self._forget_vocabulary()
+        self._forget_online_state()
         fitted = dask_batch.learn(self._coding_problem, X, self._learning_options(),
                                   client=client, loss=loss, steps=supervision)
         self.n_features_in_ = X.shape[1]
@@ -339,18 +389,251 @@ class MedSTC(ClassifierMixin, STC):
         tags.estimator_type = "classifier"
         return tags
 
-    def partial_fit(self, X, y=None):
-        """Not available: online learning is implemented for `STC` only.
+    # ---- online learning (stc.supervised.online)
 
-        MedSTC's SVM step is trained on every training document's codes; see
-        'MedSTC online and distributed' in the algorithms page for what an
-        online version would need.
+    def _fit_online(self, X, y, loss, start):
+        """`fit` with ``learning_method="online"``: passes over X in shuffled mini-batches."""
+        check_online_loss(loss)
+        self._check_init_of_batch_learning()
+        # read batch by batch: X in the counts' layout is not copied
+        X = self._validate_X(X, reset=True, loss=loss, copy=False)
+        check_training_corpus(X)
+        problem = self._set_count_scale(X)
+        encoder, y_index = self._encoded_labels(y, X.shape[0])
+        self._forget_online_state()
+        supervision = self._new_supervision(encoder.classes_.size)
+        if supervision.total_samples is None:  # D of (4): the training documents
+            supervision.total_samples = X.shape[0]
+        fitted = online.learn(problem, X, self._learning_options(), y=y_index,
+                              learn_one=self._labelled_step(supervision, refit=False))
+        self._store_fitted(fitted)
+        if self.refit_C is not None and not fitted.interrupted:
+            # in a new shuffled order: rows sorted by class would make the steps cycle
+            order = check_random_state(self.random_state).permutation(X.shape[0])
+            self._refit_pass(problem, ((online.rows_of(X, order[first:first + self.batch_size]),
+                                        y_index[order[first:first + self.batch_size]])
+                                       for first in range(0, X.shape[0], self.batch_size)),
+                             supervision)
+        self._store_online_classifier(encoder.classes_, supervision)
+        self.fit_time_ = time.perf_counter() - start
+        return self
+
+    def _new_supervision(self, n_classes):
+        from stc.supervised.online import OnlineSupervision
+
+        return OnlineSupervision(n_classes, float(self.C), float(self.cost), self.refit_C,
+                                 self.total_samples, self.sweeps_per_iteration)
+
+    def _labelled_step(self, supervision, refit):
+        """The learner's step of one (X, class indices) batch: `learn_labelled_batch`.
+
+        ``refit``: the refit steps run in the last pass (else in `_refit_pass`).
         """
-        raise NotImplementedError("MedSTC has no online learning (partial_fit); use fit, or "
-                                  "STC for online learning")
+        from stc.supervised.online import learn_labelled_batch
 
-    def fit_stream(self, batches, y=None):
-        """Not available: online learning is implemented for `STC` only (see `partial_fit`)."""
-        raise NotImplementedError("MedSTC has no online learning (fit_stream); use fit, or "
-                                  "STC for online learning")
+        def learn_one(problem, batch, state, options, rng, pass_number):
+            return learn_labelled_batch(problem, batch, state, supervision, options, rng,
+                                        refit=refit and pass_number == options.n_passes,
+                                        later_pass=pass_number > 1)
+        return learn_one
+
+    def _refit_pass(self, problem, batches, supervision):
+        from stc.supervised.online import refit_pass
+
+        capped = refit_pass(problem, batches, self.components_, supervision, self.n_jobs)
+        if capped:  # as transform warns
+            warn_if_unfinished(self, True, False, capped)
+
+    def _store_online_classifier(self, classes, supervision):
+        """The classifiers and the counters online learning carries (saved with the model)."""
+        self.classes_ = classes
+        self.joint_coef_ = supervision.coef
+        refitted = supervision.refit_coef is not None
+        self.coef_ = supervision.refit_average if refitted else supervision.coef
+        self.online_refit_coef_ = supervision.refit_coef
+        self.refit_C_ = supervision.refit_weight() if refitted else None
+        self.online_total_samples_ = supervision.total_samples
+        self.n_docs_seen_ = supervision.n_docs_seen
+        self.online_svm_steps_ = supervision.svm_steps
+        self.online_refit_steps_ = supervision.refit_steps
+        self.online_refit_square_norms_ = supervision.refit_square_norms
+        self.online_refit_docs_ = supervision.refit_docs
+        self.rejected_steps_ = supervision.rejected
+
+    def _online_supervision(self):
+        """The `OnlineSupervision` the fitted attributes hold."""
+        supervision = self._new_supervision(self.classes_.size)
+        supervision.total_samples = self.online_total_samples_
+        supervision.coef = self.joint_coef_
+        if self.refit_C_ is not None:
+            supervision.refit_coef = self.online_refit_coef_
+            # updated in place by the next steps: a copy (a loaded array may be read-only)
+            supervision.refit_average = np.array(self.coef_, dtype=np.float64)
+        supervision.n_docs_seen = self.n_docs_seen_
+        supervision.svm_steps = self.online_svm_steps_
+        supervision.refit_steps = self.online_refit_steps_
+        supervision.refit_square_norms = self.online_refit_square_norms_
+        supervision.refit_docs = self.online_refit_docs_
+        supervision.rejected = self.rejected_steps_
+        return supervision
+
+    def _forget_online_state(self):
+        super()._forget_online_state()
+        # also a batch fit's records, which online learning does not keep
+        for name in ("hinge_", "train_accuracy_", "refit_train_accuracy_",
+                     "online_total_samples_", "n_docs_seen_", "online_svm_steps_",
+                     "online_refit_steps_", "online_refit_square_norms_", "online_refit_docs_",
+                     "online_refit_coef_", "classes_", "coef_", "joint_coef_", "refit_C_"):
+            self.__dict__.pop(name, None)
+
+    def _check_classes(self, classes, first):
+        """``classes`` on the first call (scikit-learn's convention); the same ones after."""
+        if first:
+            if classes is None:
+                raise ValueError("classes must be given on the first call to partial_fit (and "
+                                 "to fit_stream): every label the stream can hold, e.g. "
+                                 "classes=np.unique(y_all)")
+            classes = np.asarray(classes)
+            if classes.ndim != 1:
+                raise ValueError(f"classes must be 1-D, got shape {classes.shape}")
+            check_labels(classes)
+            unique = np.unique(classes)
+            if unique.size != classes.size:
+                raise ValueError("classes must not repeat a label")
+            if unique.size < 2:
+                raise ValueError(f"MedSTC needs at least 2 classes, got classes={classes!r}")
+            return unique
+        if classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+            raise ValueError(f"classes={classes!r} differs from the classes of the first call, "
+                             f"{self.classes_!r}")
+        return self.classes_
+
+    def _class_indices(self, y, classes, n_docs, name="y"):
+        """The class index of each label of ``y``: one per document, each one of ``classes``."""
+        if y is None:
+            raise ValueError(f"MedSTC needs the labels {name}, one per document; got None")
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != n_docs:
+            raise ValueError(f"{name} must be 1-D with one label per document ({n_docs}), "
+                             f"got shape {y.shape}")
+        check_labels(y)
+        check_classification_targets(y)
+        index = np.searchsorted(classes, y)
+        index[index >= classes.size] = 0
+        unseen = classes[index] != y
+        if unseen.any():
+            raise ValueError(f"{name} holds labels not in classes (the classes given to the "
+                             f"first call): {np.unique(y[unseen])[:5]!r}")
+        return index.astype(np.intp)
+
+    def partial_fit(self, X, y=None, classes=None):
+        """Learn from one mini-batch of labelled documents (online learning).
+
+        ``classes``, every label the stream can hold, is required on the
+        first call (scikit-learn's convention) and checked on later calls;
+        ``y`` holds one of them per row of ``X``. The batch is coded without
+        labels with the current topics, moved by ``sweeps_per_iteration``
+        sweeps with theta's shifted mean from the current eta (once there is
+        one), the topics take STC's stochastic dictionary step, and both
+        classifiers a `stc.supervised.online.stochastic_svm_step`: the
+        loop's eta (``joint_coef_``) on the batch's codes, and (unless
+        ``refit_C`` is None) ``coef_`` on its label-free codes. D, the
+        number of documents the hinge of (4) averages over, is
+        ``total_samples``, or the number of documents seen so far. Works
+        after an online ``fit`` or ``fit_stream`` too. Needs the Poisson loss.
+        """
+        start = time.perf_counter()
+        loss = self._checked_loss()
+        check_online_loss(loss)
+        self._check_init_of_batch_learning()
+        first = not hasattr(self, "components_")
+        if not first and not hasattr(self, "n_docs_seen_"):
+            raise ValueError("partial_fit continues an online fit; this model was fitted "
+                             "with learning_method='batch': fit it with "
+                             "learning_method='online', or start a new model")
+        classes = self._check_classes(classes, first)
+        X = self._validate_X(X, reset=first, loss=loss)
+        y_index = self._class_indices(y, classes, X.shape[0])
+        if first:
+            check_training_corpus(X)
+            self._forget_online_state()
+            problem = self._set_count_scale(X)  # w_bar of the first batch
+            self.classes_ = classes
+            supervision = self._new_supervision(classes.size)
+        else:
+            problem = self._coding_problem()
+            supervision = self._online_supervision()
+        state = self._online_state()
+        from stc.supervised.online import learn_labelled_batch
+
+        outcome = learn_labelled_batch(problem, (X, y_index), state, supervision,
+                                       self._learning_options(),
+                                       check_random_state(self.random_state), refit=True)
+        self._store_online_state(state)
+        self._store_online_classifier(classes, supervision)
+        self._batch_objectives = getattr(self, "_batch_objectives", []) + [outcome.objective]
+        self.objective_ = np.asarray(self._batch_objectives)
+        self.n_iter_ = self.n_batch_iter_
+        self.interrupted_ = False
+        if outcome.capped_documents:
+            warn_if_unfinished(self, True, False, outcome.capped_documents)
+        self.fit_time_ = time.perf_counter() - start
+        return self
+
+    def fit_stream(self, batches, classes=None):
+        """Learn online from an iterable of labelled batches, pairs (counts, labels).
+
+        As `STC.fit_stream` (``n_passes`` passes over ``batches`` in the
+        order given, topic averaging in the last pass), each pair learned
+        from by `partial_fit`'s step, with every label one of ``classes``
+        (required). The refit of ``coef_`` on label-free codes runs in one
+        more pass over ``batches`` with the final topics (in the last pass
+        for a one-shot iterator). With ``total_samples`` None, D is the number of
+        documents seen so far in the first pass and the number of documents
+        of a pass after it. Starts afresh, like ``fit``.
+        """
+        start = time.perf_counter()
+        loss = self._checked_loss()
+        check_online_loss(loss)
+        self._check_init_of_batch_learning()
+        classes = self._check_classes(classes, True)
+        if iter(batches) is batches and self.n_passes > 1:
+            raise TypeError(f"batches is a one-shot iterator but n_passes={self.n_passes}: "
+                            "pass an iterable that can be iterated again (e.g. a list) or set "
+                            "n_passes=1")
+        for name in ("components_", "n_features_in_"):
+            self.__dict__.pop(name, None)
+        self._forget_online_state()
+        first = True
+
+        def validated_batches():
+            nonlocal first
+            for number, pair in enumerate(batches, start=1):
+                if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+                    raise TypeError(f"batches must yield pairs (X_batch, y_batch); batch "
+                                    f"{number} is a {type(pair).__name__}")
+                counts = self._validate_X(pair[0], reset=first, loss=loss)
+                y_index = self._class_indices(pair[1], classes, counts.shape[0],
+                                              name=f"the labels of batch {number}")
+                if first:
+                    check_training_corpus(counts)
+                    self._set_count_scale(counts)  # w_bar of the first batch
+                    first = False
+                yield counts, y_index
+
+        try:
+            n_batches = len(batches)
+        except TypeError:
+            n_batches = None
+        supervision = self._new_supervision(classes.size)
+        one_shot = iter(batches) is batches
+        fitted = online.learn_stream(self._coding_problem, validated_batches, n_batches,
+                                     self._learning_options(),
+                                     learn_one=self._labelled_step(supervision, one_shot))
+        self._store_fitted(fitted)
+        if self.refit_C is not None and not one_shot and not fitted.interrupted:
+            self._refit_pass(self._coding_problem(), validated_batches(), supervision)
+        self._store_online_classifier(classes, supervision)
+        self.fit_time_ = time.perf_counter() - start
+        return self
 

@@ -22,6 +22,19 @@ from stc.supervised.svm import (CuttingPlaneSVM, loss_augmented_predict, multicl
                                 primal_objective, sample_hinges)
 from stc.training import iteration_problem, step_capped_documents
 
+# refit_C="auto": the refit's C is REFIT_C_SCALE / mean_d ||theta_d||^2 over the label-free
+# training codes. The SVM on codes a theta with C / a^2 is the SVM on theta with C (eta / a,
+# the same predictions), so C times the codes' mean squared norm is what carries over
+# between corpora and settings. The constant is that product for the C = 3e6 chosen by
+# cross-validation at the defaults on 20 Newsgroups, K = 50: mean ||theta_d||^2 = 1.669
+# there, so "auto" gives 2.996e6 (docs/algorithms.md, "Choosing MedSTC's parameters").
+REFIT_C_SCALE = 5e6
+
+
+def refit_C_of_scale(mean_square_norm):
+    """The refit's C for ``refit_C="auto"`` given mean_d ||theta_d||^2 of the label-free codes."""
+    return REFIT_C_SCALE / mean_square_norm if mean_square_norm > 0.0 else REFIT_C_SCALE
+
 
 def shifted_mean_term(W, theta, y_index, C, cost, n_docs=None):
     """Linear term b_d = (C / D) (eta_{y_d} - eta_{yhat_d}) of each document-code step.

@@ -113,6 +113,7 @@ from stc._validation import InstanceOf, Interval, validate_params
 
 __all__ = [
     "CuttingPlaneSVM",
+    "loss_augmented_hinges",
     "loss_augmented_predict",
     "multiclass_hinge",
     "primal_objective",
@@ -218,6 +219,12 @@ def loss_augmented_predict(W, X, y_index, cost):
     """
     W, X, y_index = _check_problem(W, X, y_index)
     return _oracle(W, X, y_index, float(cost))[0]
+
+
+def loss_augmented_hinges(W, X, y_index, cost):
+    """`loss_augmented_predict` and `sample_hinges` of one pass: (ybar, hinge per row)."""
+    W, X, y_index = _check_problem(W, X, y_index)
+    return _oracle(W, X, y_index, float(cost))
 
 
 def sample_hinges(W, X, y_index, cost):

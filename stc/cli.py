@@ -260,6 +260,27 @@ def _add_model_options(parser):
     model.add_argument("--random-state", type=_number(int, 0), metavar="SEED",
                        help="seed of the initial topics; give one for a repeatable fit "
                             f"({_default('random_state')}, a fresh seed each run)")
+    online = parser.add_argument_group(
+        "online learning (with --learning-method online)",
+        "Mini-batches in a few passes: the word codes of one batch in memory at a time, "
+        "not the whole corpus's.")
+    online.argument_default = argparse.SUPPRESS
+    online.add_argument("--learning-method", choices=("batch", "online"),
+                        help="batch: the whole corpus alternated to convergence; online: "
+                             f"mini-batches ({_default('learning_method')})")
+    online.add_argument("--batch-size", type=_number(int, 1), metavar="N",
+                        help=f"documents per mini-batch ({_default('batch_size')})")
+    online.add_argument("--n-passes", type=_number(int, 1), metavar="N",
+                        help=f"passes over the documents ({_default('n_passes')})")
+    online.add_argument("--learning-decay", type=_number(float, 0.5, low_inclusive=False),
+                        metavar="X", help="kappa of the weight (tau0 + t)^-kappa of batch t, "
+                                          f"in (0.5, 1] ({_default('learning_decay')})")
+    online.add_argument("--learning-offset", type=_number(float, 0), metavar="X",
+                        help="tau0 of that weight: a larger one weighs the first batches less "
+                             f"({_default('learning_offset')})")
+    online.add_argument("--topic-averaging", type=_number(float, 0), metavar="X",
+                        help="share of the last pass whose topics are averaged, in [0, 1] "
+                             f"({_default('topic_averaging')})")
     supervised = parser.add_argument_group("MedSTC options (with --model medstc)")
     supervised.argument_default = argparse.SUPPRESS
     supervised.add_argument("--C", dest="C", type=_number(float, 0, low_inclusive=False),
@@ -462,7 +483,9 @@ def _one_line(exc):
 
 _STC_OPTIONS = ("n_topics", "lambda_", "gamma", "rho", "rho_units", "loss", "theta_penalty",
                 "code_penalty", "max_iter", "tol", "inner_max_iter", "inner_tol",
-                "dictionary_max_iter", "sweeps_per_iteration", "init", "random_state", "n_jobs")
+                "dictionary_max_iter", "sweeps_per_iteration", "init", "random_state", "n_jobs",
+                "learning_method", "batch_size", "n_passes", "learning_decay",
+                "learning_offset", "topic_averaging")
 _MEDSTC_OPTIONS = ("C", "cost", "svm_tol", "svm_max_iter", "refit_C")
 
 

@@ -8,12 +8,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.io
 from sklearn.datasets import dump_svmlight_file
+from sklearn.exceptions import ConvergenceWarning
 
 import stc
 import stc.io
@@ -640,3 +642,38 @@ def test_report_refuses_a_missing_output_folder(stc_model, svmlight_dir, tmp_pat
     status, _, err = run(["report", stc_model, svmlight_dir / "test.svm",
                           "-o", tmp_path / "nowhere" / "r.html"], capsys)
     assert status != EXIT_OK and len(err.strip().splitlines()) == 1 and "--output" in err
+
+
+ONLINE = ["--learning-method", "online", "--batch-size", "100", "--n-passes", "1",
+          "--learning-decay", "0.7", "--learning-offset", "2", "--topic-averaging", "0.25"]
+ONLINE_PARAMS = dict(learning_method="online", batch_size=100, n_passes=1, learning_decay=0.7,
+                     learning_offset=2.0, topic_averaging=0.25)
+
+
+@pytest.mark.parametrize("model", ["stc", "medstc"])
+def test_online_options_reach_the_estimator(tmp_path, svmlight_dir, newsgroups, model):
+    """`stc fit --learning-method online ...` fits what the estimator fits with them."""
+    train, _ = newsgroups
+    path = tmp_path / f"{model}-online.model"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        assert main(["fit", str(svmlight_dir / "train.svm"), "-o", str(path), "-q", *FAST,
+                     "--model", model, *ONLINE]) == 0
+        fitted = stc.load(path)
+        if model == "stc":
+            expected = STC(n_topics=3, max_iter=4, random_state=0, **ONLINE_PARAMS)
+            expected.fit(train.data)
+        else:
+            expected = MedSTC(n_topics=3, max_iter=4, random_state=0, **ONLINE_PARAMS)
+            expected.fit(train.data, train.target)
+    assert {name: getattr(fitted, name) for name in ONLINE_PARAMS} == ONLINE_PARAMS
+    assert fitted.components_.tobytes() == expected.components_.tobytes()
+
+
+def test_online_options_are_checked(tmp_path, svmlight_dir, capsys):
+    status, _, err = run(["fit", svmlight_dir / "train.svm", "-o", tmp_path / "m",
+                          "--batch-size", "0"], capsys)
+    assert status != EXIT_OK and "--batch-size" in err and ">= 1" in err
+    status, _, err = run(["fit", svmlight_dir / "train.svm", "-o", tmp_path / "m",
+                          "--learning-decay", "0.5"], capsys)
+    assert status != EXIT_OK and "--learning-decay" in err

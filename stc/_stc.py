@@ -455,6 +455,10 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         outcome = online.learn_batch(problem, X, state, self._learning_options(),
                                      check_random_state(self.random_state))
         self._store_online_state(state)
+        return self._record_batch(outcome, start)
+
+    def _record_batch(self, outcome, start):
+        """The fitted attributes after one `partial_fit` batch (its `BatchOutcome`); returns self."""
         self._batch_objectives = getattr(self, "_batch_objectives", []) + [outcome.objective]
         self.objective_ = np.asarray(self._batch_objectives)
         self.n_iter_ = self.n_batch_iter_

@@ -571,14 +571,7 @@ class MedSTC(ClassifierMixin, STC):
                                        check_random_state(self.random_state), refit=True)
         self._store_online_state(state)
         self._store_online_classifier(classes, supervision)
-        self._batch_objectives = getattr(self, "_batch_objectives", []) + [outcome.objective]
-        self.objective_ = np.asarray(self._batch_objectives)
-        self.n_iter_ = self.n_batch_iter_
-        self.interrupted_ = False
-        if outcome.capped_documents:
-            warn_if_unfinished(self, True, False, outcome.capped_documents)
-        self.fit_time_ = time.perf_counter() - start
-        return self
+        return self._record_batch(outcome, start)
 
     def fit_stream(self, batches, classes=None):
         """Learn online from an iterable of labelled batches, pairs (counts, labels).

@@ -134,8 +134,7 @@ def main(argv=None):
         + ", ".join(f"{k} = {v}" for k, v in online_setting.items())
         + f". Each model was fitted {args.rounds} times, interleaved (batch, online, batch, "
         "...); the fit time is the median and the ratio compares medians. The machine is a "
-        "shared 2-core VM, busy with other work during the run: the load averages say how "
-        "busy it was, and the times are noisy.", "",
+        "shared 2-core VM: the load averages say how busy it was.", "",
         f"Command: `{command.strip()}`", "",
         *machine_section(f"threads used (n_jobs): {args.threads}", start_uptime),
         f"Data: {summary}", "",

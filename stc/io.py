@@ -497,6 +497,8 @@ def iter_batches(path, batch_size=1000, *, format="auto", vocabulary=None, zero_
     if format == "auto":
         format = detect_format(path)
     if format == "svmlight":
+        if labels is None:
+            labels = False
         if not isinstance(labels, (bool, np.bool_)):
             raise ValueError(f"an SVMlight file carries its own labels: give labels=True, not "
                              f"a {type(labels).__name__}")

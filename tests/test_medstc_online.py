@@ -272,6 +272,7 @@ def test_labelled_svmlight_batches_are_the_whole_file(tmp_path, labelled, batch_
         np.testing.assert_array_equal(labels, y)
     # without labels: the counts alone, as before
     assert all(sp.issparse(b) for b in stc.io.iter_batches(path, batch_size))
+    assert all(sp.issparse(b) for b in stc.io.iter_batches(path, batch_size, labels=None))
 
 
 @pytest.mark.parametrize("labels_as", ["file", "sequence"])

@@ -56,8 +56,10 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from _common import REPO_ROOT, log
-from _machine import load_average, machine_section, publish, source_fingerprint, uptime_line
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import REPO_ROOT, log  # noqa: E402
+from _machine import (load_average, machine_section, publish, source_fingerprint,  # noqa: E402
+                      uptime_line)
 
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_scaling.md")
 CACHE = os.path.join(REPO_ROOT, "benchmarks", ".cache", "scaling")

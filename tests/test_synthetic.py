@@ -217,6 +217,7 @@ def test_without_labels_the_corpus_is_unchanged():
     (dict(n_classes=3, label_noise=1.5), ValueError, "label_noise"),
     (dict(n_classes=3, label_noise=-0.1), ValueError, "label_noise"),
     (dict(n_classes=3, label_noise="a"), TypeError, "label_noise"),
+    (dict(label_noise=0.1), ValueError, "label_noise needs n_classes"),
 ])
 def test_bad_label_parameters(params, error, name):
     with pytest.raises(error, match=name):

@@ -226,6 +226,8 @@ def make_stc_corpus(n_documents=1000, n_features=1000, n_topics=10, *, document_
     _check("label_noise", label_noise, numbers.Real, 0)
     if label_noise > 1:
         raise ValueError(f"label_noise must be <= 1, got {label_noise!r}")
+    if label_noise and n_classes is None:
+        raise ValueError("label_noise needs n_classes (the documents are not labelled)")
     per_document = n_topics if topics_per_document is None else int(topics_per_document)
     seed = _entropy(random_state)
     beta = np.random.default_rng([seed, 0]).dirichlet(

@@ -314,7 +314,7 @@ def _svmlight_width(path, zero_based):
 
 
 def iter_svmlight_batches(path, batch_size=1000, vocabulary=None, *, n_features=None,
-                          zero_based=True):
+                          zero_based=True, labels=False):
     """Read an SVMlight/LibSVM file of word counts ``batch_size`` documents at a time.
 
     Returns a re-iterable object: each iteration reads the file from the
@@ -324,10 +324,17 @@ def iter_svmlight_batches(path, batch_size=1000, vocabulary=None, *, n_features=
     can learn from a file larger than memory. The width comes from
     ``vocabulary`` (a path or a sequence of terms) or ``n_features``; with
     neither, one extra pass over the file finds the largest term index.
-    Labels are not returned.
+
+    With ``labels=True`` each batch is a pair ``(X_batch, y_batch)``, the
+    batch's labels as `read_svmlight` reads them (int64 when a batch's labels
+    are all whole numbers, else float64), as
+    ``MedSTC(learning_method="online").fit_stream`` takes them.
     """
     path = os.fspath(path)
     _check_batch_size(batch_size)
+    if not isinstance(labels, (bool, np.bool_)):
+        raise TypeError(f"labels must be True or False for an SVMlight file (its labels are in "
+                        f"the file), got {type(labels).__name__}")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path} not found")
     vocabulary = _as_vocabulary(vocabulary)
@@ -341,11 +348,13 @@ def iter_svmlight_batches(path, batch_size=1000, vocabulary=None, *, n_features=
 
     def parse(lines):
         try:
-            X, _ = load_svmlight_file(io.BytesIO(b"".join(lines)), n_features=n_features,
+            X, y = load_svmlight_file(io.BytesIO(b"".join(lines)), n_features=n_features,
                                       zero_based=zero_based)
         except ValueError as exc:
             raise ValueError(f"could not read SVMlight file {path}: {exc}") from None
-        return _as_counts(X)
+        if not labels:
+            return _as_counts(X)
+        return _as_counts(X), (y.astype(np.int64) if np.all(y == np.round(y)) else y)
 
     def read_batches():
         lines = []
@@ -357,7 +366,8 @@ def iter_svmlight_batches(path, batch_size=1000, vocabulary=None, *, n_features=
         if lines:
             yield parse(lines)
 
-    return _BatchReader(read_batches, f"{batch_size} documents of {path}")
+    return _BatchReader(read_batches, f"{batch_size} {'labelled ' if labels else ''}documents "
+                                      f"of {path}")
 
 
 def _matrix_market_header(handle, path):
@@ -379,7 +389,7 @@ def _matrix_market_header(handle, path):
     raise ValueError(f"{path} has no size line")
 
 
-def iter_matrix_market_batches(path, batch_size=1000, vocabulary=None):
+def iter_matrix_market_batches(path, batch_size=1000, vocabulary=None, *, labels=None):
     """Read a Matrix Market file of word counts ``batch_size`` documents (rows) at a time.
 
     Returns a re-iterable object like `iter_svmlight_batches`: the batches
@@ -387,6 +397,11 @@ def iter_matrix_market_batches(path, batch_size=1000, vocabulary=None):
     columns (empty documents included). The file must be in the coordinate
     layout with its entries in row order, as ``scipy.io.mmwrite`` writes a
     CSR matrix; entries out of row order are refused.
+
+    ``labels`` (a labels file, one label a line as `read_labels` reads it,
+    or a sequence), one per row: each batch is then a pair
+    ``(X_batch, y_batch)``. The labels are held in memory (one value per
+    document), the counts one batch at a time.
     """
     path = os.fspath(path)
     _check_batch_size(batch_size)
@@ -398,12 +413,15 @@ def iter_matrix_market_batches(path, batch_size=1000, vocabulary=None):
     if vocabulary is not None and vocabulary.size != n_columns:
         raise ValueError(f"{path} has {n_columns} term columns but its vocabulary lists "
                          f"{vocabulary.size} terms")
+    target = _matrix_market_labels(labels, path, n_rows)
 
     def batch(first_row, rows, columns, values):
         n = min(batch_size, n_rows - first_row)
         X = sp.csr_matrix((values, (np.asarray(rows, dtype=np.int64) - first_row, columns)),
                           shape=(n, n_columns))
-        return _as_counts(X)
+        if target is None:
+            return _as_counts(X)
+        return _as_counts(X), target[first_row:first_row + n]
 
     def read_batches():
         with _open_binary(path) as handle:
@@ -442,15 +460,57 @@ def iter_matrix_market_batches(path, batch_size=1000, vocabulary=None):
     return _BatchReader(read_batches, f"{batch_size} documents of {path}")
 
 
-def iter_batches(path, batch_size=1000, *, format="auto", vocabulary=None, zero_based=True):
-    """`iter_svmlight_batches` or `iter_matrix_market_batches`, by the file's content."""
+def _matrix_market_labels(labels, path, n_rows):
+    """The labels of a Matrix Market file's rows as an array, or None."""
+    if labels is None or (isinstance(labels, (bool, np.bool_)) and not labels):
+        return None
+    if isinstance(labels, (bool, np.bool_)):
+        raise ValueError(f"labels=True, but the Matrix Market file {path} holds no labels: "
+                         "give labels as a labels file (one label a line) or a sequence")
+    if isinstance(labels, (str, os.PathLike)):
+        target = read_labels(labels)
+    elif isinstance(labels, (np.ndarray, list, tuple)):
+        target = np.asarray(labels)
+    else:
+        raise TypeError(f"labels must be a labels file path or a sequence of labels, got "
+                        f"{type(labels).__name__}")
+    if target.shape != (n_rows,):
+        raise ValueError(f"{path} holds {n_rows} documents but labels has shape "
+                         f"{target.shape} (one label per document needed)")
+    return target
+
+
+def iter_batches(path, batch_size=1000, *, format="auto", vocabulary=None, zero_based=True,
+                 n_features=None, labels=False):
+    """`iter_svmlight_batches` or `iter_matrix_market_batches`, by the file's content.
+
+    ``labels``: False (default) yields CSR batches; otherwise each batch is a
+    pair ``(X_batch, y_batch)`` for ``MedSTC(learning_method="online")
+    .fit_stream``. For an SVMlight file give ``labels=True`` (its labels are
+    in the file); a Matrix Market file holds none, so give a labels file
+    (one label a line) or a sequence of one label per document.
+    ``n_features``: the width of an SVMlight file's batches (saves the pass
+    that finds the largest term index); a Matrix Market file's is in its
+    header.
+    """
     path = os.fspath(path)
     if format == "auto":
         format = detect_format(path)
     if format == "svmlight":
-        return iter_svmlight_batches(path, batch_size, vocabulary, zero_based=zero_based)
+        if labels is None:
+            labels = False
+        if not isinstance(labels, (bool, np.bool_)):
+            raise ValueError(f"an SVMlight file carries its own labels: give labels=True, not "
+                             f"a {type(labels).__name__}")
+        return iter_svmlight_batches(path, batch_size, vocabulary, n_features=n_features,
+                                     zero_based=zero_based, labels=labels)
     if format == "matrix-market":
-        return iter_matrix_market_batches(path, batch_size, vocabulary)
+        reader = iter_matrix_market_batches(path, batch_size, vocabulary, labels=labels)
+        with _open_binary(path) as handle:
+            n_columns = _matrix_market_header(handle, path)[1]
+        if n_features is not None and n_features != n_columns:
+            raise ValueError(f"n_features={n_features} but {path} has {n_columns} columns")
+        return reader
     raise ValueError(f"format must be 'auto', 'svmlight' or 'matrix-market' for reading in "
                      f"batches, got {format!r}")
 

@@ -1,9 +1,13 @@
 """Online MedSTC: partial_fit, fit_stream, fit(learning_method="online"), the stochastic SVM step."""
 import numpy as np
 import pytest
+import scipy.io
+import scipy.sparse as sp
+from sklearn.datasets import dump_svmlight_file
 from sklearn.exceptions import ConvergenceWarning
 
 import stc
+import stc.io
 from stc import MedSTC
 from stc.dictionary import initial_dictionary
 from stc.supervised.online import SVM_CHUNK, stochastic_svm_step
@@ -242,3 +246,85 @@ def test_dask_online_is_not_implemented(labelled):
     X, y, _ = labelled
     with pytest.raises(NotImplementedError, match="dask"):
         MedSTC(**SMALL).fit(da.from_array(X.toarray()), y)
+
+
+# ---- a labelled file read in batches (stc.io.iter_batches(..., labels=True))
+
+@pytest.mark.parametrize("batch_size", [1, 70, 150, 10 ** 6])
+def test_labelled_svmlight_batches_are_the_whole_file(tmp_path, labelled, batch_size):
+
+    X, y, _ = labelled
+    X, y = X[:300], y[:300]
+    path = tmp_path / "train.svm"
+    dump_svmlight_file(X, y, str(path), zero_based=True)
+    whole = stc.io.read_svmlight(path)
+    reader = stc.io.iter_batches(path, batch_size, labels=True)
+    for _ in range(2):  # re-iterable
+        pairs = list(reader)
+        assert all(isinstance(p, tuple) and len(p) == 2 for p in pairs)
+        assert [p[0].shape[0] for p in pairs] == [min(batch_size, 300 - i)
+                                                 for i in range(0, 300, batch_size)]
+        stacked = sp.vstack([p[0] for p in pairs], format="csr")
+        assert stacked.shape == whole.data.shape and (stacked != whole.data).nnz == 0
+        labels = np.concatenate([p[1] for p in pairs])
+        assert labels.dtype == np.int64
+        np.testing.assert_array_equal(labels, whole.target)
+        np.testing.assert_array_equal(labels, y)
+    # without labels: the counts alone, as before
+    assert all(sp.issparse(b) for b in stc.io.iter_batches(path, batch_size))
+    assert all(sp.issparse(b) for b in stc.io.iter_batches(path, batch_size, labels=None))
+
+
+@pytest.mark.parametrize("labels_as", ["file", "sequence"])
+def test_labelled_matrix_market_batches_are_the_whole_file(tmp_path, labelled, labels_as):
+
+    X, y, _ = labelled
+    X, y = X[:200], y[:200]
+    path, labels_path = tmp_path / "train.mtx", tmp_path / "labels.txt"
+    scipy.io.mmwrite(str(path), X)
+    labels_path.write_text("".join(f"{label}\n" for label in y))
+    labels = labels_path if labels_as == "file" else list(y)
+    pairs = list(stc.io.iter_batches(path, 64, labels=labels))
+    whole = stc.io.read_matrix_market(path, labels=labels_path)
+    stacked = sp.vstack([p[0] for p in pairs], format="csr")
+    assert (stacked != whole.data).nnz == 0 and stacked.shape == whole.data.shape
+    np.testing.assert_array_equal(np.concatenate([p[1] for p in pairs]), whole.target)
+    np.testing.assert_array_equal(whole.target, y)
+
+
+def test_fit_stream_of_a_labelled_file_equals_in_memory(tmp_path, labelled):
+
+    X, y, test = labelled
+    path = tmp_path / "train.svm"
+    dump_svmlight_file(X, y, str(path), zero_based=True)
+    classes = np.unique(y)
+    reader = stc.io.iter_batches(path, 150, n_features=X.shape[1], labels=True)
+    from_file = MedSTC(**SMALL).fit_stream(reader, classes=classes)
+    in_memory = MedSTC(**SMALL).fit_stream(batches_of(X, y), classes=classes)
+    assert_same_fit(from_file, in_memory)
+    np.testing.assert_array_equal(from_file.objective_, in_memory.objective_)
+    np.testing.assert_array_equal(from_file.predict(test.data[:100]),
+                                  in_memory.predict(test.data[:100]))
+
+
+def test_labels_asked_of_a_file_without_them(tmp_path, labelled):
+
+    X, y, _ = labelled
+    mtx, svm = tmp_path / "train.mtx", tmp_path / "train.svm"
+    scipy.io.mmwrite(str(mtx), X[:20])
+    dump_svmlight_file(X[:20], y[:20], str(svm), zero_based=True)
+    with pytest.raises(ValueError, match="labels=True.*holds no labels"):
+        stc.io.iter_batches(mtx, 5, labels=True)
+    with pytest.raises(ValueError, match="20 documents but labels"):
+        stc.io.iter_batches(mtx, 5, labels=list(y[:19]))
+    with pytest.raises(TypeError, match="labels must be"):
+        stc.io.iter_batches(mtx, 5, labels=3)
+    with pytest.raises(ValueError, match="n_features=7"):
+        stc.io.iter_batches(mtx, 5, n_features=7)
+    with pytest.raises(ValueError, match="carries its own labels: give labels=True"):
+        stc.io.iter_batches(svm, 5, labels=list(y[:20]))
+    with pytest.raises(TypeError, match="labels must be True or False"):
+        stc.io.iter_svmlight_batches(svm, 5, labels="yes")
+    # a stream of counts without labels is refused by fit_stream, naming what it needs
+    with pytest.raises(TypeError, match="pairs"):
+        MedSTC(**SMALL).fit_stream(stc.io.iter_batches(svm, 5), classes=np.unique(y))

@@ -146,3 +146,79 @@ def test_stc_recovers_the_topics_of_a_sampled_corpus():
 def test_bad_parameters(params, error, name):
     with pytest.raises(error, match=name):
         make_stc_corpus(**{"n_topics": 10, **params})
+
+
+# ---- labels by a max-margin rule on the true codes (n_classes)
+
+# sha256 of (indptr, indices, data) of make_stc_corpus(1500, 300, 6, random_state=0)
+# before the labels were added (counts are whole numbers, stored exactly)
+UNLABELLED_DIGEST = "a2bfd3aba0ac950698cfaf0e7e05bc028bda9f468e9838c0f29c808f6a7720c4"
+
+
+def counts_digest(X):
+    import hashlib
+
+    digest = hashlib.sha256()
+    for array in (X.indptr, X.indices, X.data):
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
+
+
+def test_labels_follow_the_max_margin_rule_on_the_true_codes():
+    params = dict(n_documents=2500, n_features=300, n_topics=6, random_state=0,
+                  return_word_codes=True)
+    labelled = make_stc_corpus(**params, n_classes=4)
+    plain = make_stc_corpus(**params)
+    eta, y = labelled.classifier, labelled.target
+    assert eta.shape == (4, 6) and y.shape == (2500,) and y.dtype == np.int64
+    scores = labelled.document_codes.toarray() @ eta.T
+    np.testing.assert_array_equal(y, np.argmax(scores, axis=1))
+    top_two = np.sort(scores, axis=1)[:, -2:]
+    assert np.all(top_two[:, 1] - top_two[:, 0] > 0)  # a margin: no ties
+    assert np.unique(y).size == 4
+    # the labels are drawn apart: the counts, topics and codes are those without them
+    assert (labelled.data != plain.data).nnz == 0
+    np.testing.assert_array_equal(labelled.components, plain.components)
+    np.testing.assert_array_equal(labelled.document_codes.toarray(),
+                                  plain.document_codes.toarray())
+    np.testing.assert_array_equal(labelled.word_codes, plain.word_codes)
+    again = make_stc_corpus(**params, n_classes=4)
+    np.testing.assert_array_equal(again.target, y)
+    np.testing.assert_array_equal(again.classifier, eta)
+    other = make_stc_corpus(**dict(params, random_state=1), n_classes=4)
+    assert not np.array_equal(other.classifier, eta)
+
+
+def test_label_noise_replaces_its_share_of_the_labels():
+    clean = make_stc_corpus(n_documents=5000, n_features=100, n_topics=5, n_classes=3,
+                            random_state=2)
+    noisy = make_stc_corpus(n_documents=5000, n_features=100, n_topics=5, n_classes=3,
+                            label_noise=0.3, random_state=2)
+    np.testing.assert_array_equal(noisy.classifier, clean.classifier)
+    # a replaced label is uniform over the 3 classes: it differs 2/3 of the time
+    changed = np.mean(noisy.target != clean.target)
+    assert abs(changed - 0.3 * 2 / 3) < 0.03  # 5 binomial standard deviations
+    everything = make_stc_corpus(n_documents=3000, n_features=100, n_topics=5, n_classes=3,
+                                 label_noise=1.0, random_state=2)
+    assert abs(np.mean(everything.target == clean.target[:3000]) - 1 / 3) < 0.05
+
+
+def test_without_labels_the_corpus_is_unchanged():
+    corpus = make_stc_corpus(n_documents=1500, n_features=300, n_topics=6, random_state=0,
+                             return_word_codes=True)
+    assert counts_digest(corpus.data) == UNLABELLED_DIGEST
+    assert sorted(corpus.keys()) == ["DESCR", "components", "data", "document_codes",
+                                     "word_codes"]
+
+
+@pytest.mark.parametrize("params, error, name", [
+    (dict(n_classes=1), ValueError, "n_classes"),
+    (dict(n_classes=2.0), TypeError, "n_classes"),
+    (dict(n_classes=3, label_noise=1.5), ValueError, "label_noise"),
+    (dict(n_classes=3, label_noise=-0.1), ValueError, "label_noise"),
+    (dict(n_classes=3, label_noise="a"), TypeError, "label_noise"),
+    (dict(label_noise=0.1), ValueError, "label_noise needs n_classes"),
+])
+def test_bad_label_parameters(params, error, name):
+    with pytest.raises(error, match=name):
+        make_stc_corpus(n_documents=10, n_features=20, n_topics=3, **params)

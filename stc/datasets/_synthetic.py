@@ -10,6 +10,14 @@ The paper (Sec. 2.1) describes STC as MAP estimation in this model:
 4. a count w_n ~ Poisson(s_n . beta_n); the stored entries of the document are the
    terms with w_n > 0 (the observed words I_d).
 
+With ``n_classes``, each document also gets a label by MedSTC's decision rule (the
+paper's Sec. 4): a linear classifier eta (n_classes, K), its entries standard normal,
+and y_d = argmax_c eta_c . theta_d on the true code, so that the classes are linearly
+separable in code space (with a positive margin almost surely) and a supervised fit
+can be scored by its accuracy; ``label_noise`` replaces a share of the labels by
+uniform draws. eta and the label noise come from their own streams: the counts, topics
+and codes are the bits drawn without labels.
+
 `make_stc_corpus` samples exactly this, with one change to step 2 so that documents
 are about a few topics: theta is zero outside `topics_per_document` topics drawn at
 random, and exponential (the Laplace prior restricted to theta >= 0) on them, with
@@ -155,7 +163,8 @@ def _sample_block(rng, beta, cdf, n_docs, per_document, scale, location_shift, s
 
 def make_stc_corpus(n_documents=1000, n_features=1000, n_topics=10, *, document_length=100.0,
                     topics_per_document=3, topic_concentration=0.1, gamma=10.0, rho=0.01,
-                    return_word_codes=False, random_state=None):
+                    return_word_codes=False, n_classes=None, label_noise=0.0,
+                    random_state=None):
     """Sample a corpus from STC's generative model, with the true topics and codes.
 
     See the module docstring for the model (the paper's Sec. 2.1, with
@@ -179,16 +188,28 @@ def make_stc_corpus(n_documents=1000, n_features=1000, n_topics=10, *, document_
         standard deviation 1 / sqrt(2 gamma) around theta - rho / (2 gamma).
     return_word_codes : bool, default=False
         Also return the true word code of every stored entry, (nnz, K) doubles.
+    n_classes : int or None, default=None
+        Also label the documents (at least 2 classes): a classifier ``eta``
+        (n_classes, K) with standard normal entries, and label
+        y_d = argmax_c eta_c . theta_d of the true code (MedSTC's prediction
+        rule). None: no labels, and the Bunch as without this option.
+    label_noise : float in [0, 1], default=0.0
+        With ``n_classes``, the share of documents whose label is then
+        replaced by a uniform draw among the classes (which may be the same
+        class).
     random_state : int, RandomState or None
         Seed. The corpus is drawn block by block (1024 documents per block,
         each from its own stream), so it is the same whatever the machine.
+        The labels do not change the counts, topics or codes.
 
     Returns
     -------
     Bunch with ``data`` (CSR float64 counts, (D, N), sorted int32 indices),
     ``components`` (true topics, (K, N), rows on the simplex),
     ``document_codes`` (true theta, CSR (D, K)), ``word_codes`` ((nnz, K),
-    aligned with ``data``'s stored entries, or None) and ``DESCR``.
+    aligned with ``data``'s stored entries, or None) and ``DESCR``; with
+    ``n_classes`` also ``target`` (int64 labels in 0 .. n_classes - 1, (D,))
+    and ``classifier`` (the true eta, (n_classes, K)).
     """
     for name, value in (("n_documents", n_documents), ("n_features", n_features),
                         ("n_topics", n_topics)):
@@ -201,6 +222,12 @@ def make_stc_corpus(n_documents=1000, n_features=1000, n_topics=10, *, document_
     _check("topic_concentration", topic_concentration, numbers.Real, 0, low_open=True)
     _check("gamma", gamma, numbers.Real, 0, low_open=True)
     _check("rho", rho, numbers.Real, 0)
+    _check("n_classes", n_classes, numbers.Integral, 2, allow_none=True)
+    _check("label_noise", label_noise, numbers.Real, 0)
+    if label_noise > 1:
+        raise ValueError(f"label_noise must be <= 1, got {label_noise!r}")
+    if label_noise and n_classes is None:
+        raise ValueError("label_noise needs n_classes (the documents are not labelled)")
     per_document = n_topics if topics_per_document is None else int(topics_per_document)
     seed = _entropy(random_state)
     beta = np.random.default_rng([seed, 0]).dirichlet(
@@ -223,8 +250,30 @@ def make_stc_corpus(n_documents=1000, n_features=1000, n_topics=10, *, document_
              f"{n_topics} topics, {per_document} per document, mean code total "
              f"{document_length:g}, topic concentration {topic_concentration:g}, "
              f"gamma {gamma:g}, rho {rho:g}, seed {seed}.")
-    return Bunch(data=X, components=beta, document_codes=theta, word_codes=codes,
-                 DESCR=descr)
+    corpus = Bunch(data=X, components=beta, document_codes=theta, word_codes=codes,
+                   DESCR=descr)
+    if n_classes is not None:
+        corpus.classifier, corpus.target = _labels(seed, theta, int(n_classes),
+                                                   float(label_noise))
+        corpus.DESCR += (f" Labels: argmax of a random linear classifier of the true codes, "
+                         f"{n_classes} classes, label noise {label_noise:g}.")
+    return corpus
+
+
+def _labels(seed, theta, n_classes, label_noise):
+    """(eta, labels): eta standard normal, y_d = argmax_c eta_c . theta_d, then the noise."""
+    eta = np.random.default_rng([seed, 2]).standard_normal((n_classes, theta.shape[1]))
+    target = np.empty(theta.shape[0], dtype=np.int64)
+    # block by block, each with its own noise stream, as the documents are drawn
+    for index, first in enumerate(range(0, theta.shape[0], BLOCK_DOCUMENTS)):
+        block = slice(first, first + BLOCK_DOCUMENTS)
+        scores = np.asarray(theta[block] @ eta.T)
+        y = np.argmax(scores, axis=1)
+        rng = np.random.default_rng([seed, 3, index])
+        noisy = rng.random(y.size) < label_noise
+        y[noisy] = rng.integers(n_classes, size=int(noisy.sum()))
+        target[block] = y
+    return eta, target
 
 
 def topic_recovery(components, true_components):

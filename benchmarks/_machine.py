@@ -134,6 +134,32 @@ def machine_section(threads_line, start_uptime, last_run=False):
             f"- `uptime` {start}: `{start_uptime}`", f"- `uptime` {end}: `{uptime_line()}`", ""]
 
 
+def verdict(ok):
+    """A target's cell: met or not."""
+    return "met" if ok else "NOT met"
+
+
+def online_vs_batch_page(title, setting, rounds, command, threads, start_uptime, summary,
+                         rows, targets):
+    """The page of an online-vs-batch benchmark: setting, command, machine, table, targets.
+
+    ``setting`` describes both models (ends before the sentence on the rounds);
+    ``rows`` is the table of measured models, ``targets`` the rows of the
+    targets table (target | measured | `verdict`).
+    """
+    return "\n".join([
+        f"# {title}", "",
+        setting + f". Each model was fitted {rounds} times, interleaved (batch, online, batch, "
+        "...); the fit time is the median and the ratio compares medians. The machine is a "
+        "shared 2-core VM: the load averages say how busy it was.", "",
+        f"Command: `{command.strip()}`", "",
+        *machine_section(f"threads used (n_jobs): {threads}", start_uptime),
+        f"Data: {summary}", "",
+        *rows, "",
+        "| target | measured | |", "|---|---|---|", *targets, "",
+    ])
+
+
 def publish(text, path):
     """Print a report and write it to its results file."""
     print(text)

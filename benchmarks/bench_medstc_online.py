@@ -35,7 +35,7 @@ import warnings
 import numpy as np
 
 from _common import REPO_ROOT, add_data_option, load_corpus, log
-from _machine import load_average, machine_section, publish, uptime_line
+from _machine import load_average, online_vs_batch_page, publish, uptime_line, verdict
 
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_medstc_online.md")
 
@@ -118,7 +118,6 @@ def main(argv=None):
                     f"{', '.join(f'{t:.1f}' for t in run['times'])} | {run['cpu_time']:.1f} | "
                     f"{', '.join(run['loads'])} | {run['accuracy']:.4f} | "
                     f"{run['model'].refit_C_:.4g} | {run['peak']:.0f} |")
-    verdict = lambda ok: "met" if ok else "NOT met"  # noqa: E731
     targets = [
         f"| test accuracy within 1 point | {points:+.2f} points | {verdict(points >= -1.0)} |",
         f"| fit at least 3x faster (wall clock) | {speedup:.2f}x | {verdict(speedup >= 3.0)} |",
@@ -127,20 +126,12 @@ def main(argv=None):
         f"| peak memory at most 1/4 | {memory_ratio:.3f} | {verdict(memory_ratio <= 0.25)} |",
     ]
     command = "python benchmarks/bench_medstc_online.py " + " ".join(argv or sys.argv[1:])
-    text = "\n".join([
-        "# Online vs. batch MedSTC on 20 Newsgroups", "",
-        f"K = {args.topics}, random_state=0, MedSTC's defaults otherwise (batch: "
-        f"max_iter = {defaults['max_iter']}, refit on the label-free training codes); online: "
-        + ", ".join(f"{k} = {v}" for k, v in online_setting.items())
-        + f". Each model was fitted {args.rounds} times, interleaved (batch, online, batch, "
-        "...); the fit time is the median and the ratio compares medians. The machine is a "
-        "shared 2-core VM: the load averages say how busy it was.", "",
-        f"Command: `{command.strip()}`", "",
-        *machine_section(f"threads used (n_jobs): {args.threads}", start_uptime),
-        f"Data: {summary}", "",
-        *rows, "",
-        "| target | measured | |", "|---|---|---|", *targets, "",
-    ])
+    setting = (f"K = {args.topics}, random_state=0, MedSTC's defaults otherwise (batch: "
+               f"max_iter = {defaults['max_iter']}, refit on the label-free training codes); "
+               "online: " + ", ".join(f"{k} = {v}" for k, v in online_setting.items()))
+    text = online_vs_batch_page("Online vs. batch MedSTC on 20 Newsgroups", setting,
+                                args.rounds, command, args.threads, start_uptime, summary,
+                                rows, targets)
     publish(text, args.output)
     return 0
 

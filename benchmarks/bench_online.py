@@ -46,7 +46,7 @@ import numpy as np
 
 from _common import (REPO_ROOT, add_data_option, add_setting_option, load_corpus, log,
                      resolve_setting)
-from _machine import load_average, machine_section, publish, uptime_line
+from _machine import load_average, online_vs_batch_page, publish, uptime_line, verdict
 
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_online.md")
 DEFAULTS_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_online_defaults.md")
@@ -164,7 +164,6 @@ def main(argv=None):
                     f"{', '.join(f'{t:.1f}' for t in r['fit_times'])} | {', '.join(r['loads'])} "
                     f"| {r['passes']} | {r['held_out']:.6e} | {r['accuracy']:.4f} ({r['C']:g}) "
                     f"| {r['peak']:.0f} |")
-    verdict = lambda ok: "met" if ok else "NOT met"  # noqa: E731
     targets = [
         f"| held-out objective within 1 % | {100 * gap:+.2f} % | {verdict(gap <= 0.01)} |",
         f"| accuracy within 1 point | {points:+.2f} points | {verdict(points >= -1.0)} |",
@@ -173,20 +172,11 @@ def main(argv=None):
         f"| peak memory at most 1/4 | {memory_ratio:.3f} | {verdict(memory_ratio <= 0.25)} |",
     ]
     command = "python benchmarks/bench_online.py " + " ".join(argv or sys.argv[1:])
-    text = "\n".join([
-        "# Online vs. batch STC on 20 Newsgroups", "",
-        f"K = {args.topics}, random_state=0, "
-        + described + ", other parameters at their defaults; online: "
-        + ", ".join(f"{k} = {v}" for k, v in online_setting.items())
-        + f". Each model was fitted {args.rounds} times, interleaved (batch, online, batch, "
-        "...); the fit time is the median and the ratio compares medians. The machine is a "
-        "shared 2-core VM: the load averages say how busy it was.", "",
-        f"Command: `{command.strip()}`", "",
-        *machine_section(f"threads used (n_jobs): {args.threads}", start_uptime),
-        f"Data: {summary}", "",
-        *rows, "",
-        "| target | measured | |", "|---|---|---|", *targets, "",
-    ])
+    setting = (f"K = {args.topics}, random_state=0, " + described
+               + ", other parameters at their defaults; online: "
+               + ", ".join(f"{k} = {v}" for k, v in online_setting.items()))
+    text = online_vs_batch_page("Online vs. batch STC on 20 Newsgroups", setting, args.rounds,
+                                command, args.threads, start_uptime, summary, rows, targets)
     publish(text, args.output)
     return 0
 

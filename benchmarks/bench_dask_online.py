@@ -99,7 +99,7 @@ def on_cluster(X, params, n_workers, processes):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=processes,
-                               dashboard_address=None)
+                               dashboard_address=":0")
         client = Client(cluster)
         try:
             model = STC(**params)

@@ -21,7 +21,7 @@ from stc._validation import (N_JOBS, RANDOM_STATE, InstanceOf, Interval, NoneVal
                              check_training_corpus, validate_params, warn_dominant_count)
 from stc.coding import CodingProblem, code_known_terms
 from stc.completion import check_scorable, held_out_score, split_entries
-from stc.distributed import check_dask_loss, current_client, is_dask_array
+from stc.distributed import check_dask_loss, current_client, is_dask_array, refuse_dask_array
 from stc.learners import LearningOptions, batch, dask_batch, dask_online, online
 from stc.losses import CompiledLoss, PythonLoss, get_loss
 from stc.online import OnlineStatistics, check_online_loss
@@ -444,6 +444,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         check_online_loss(loss)
         self._check_init_of_batch_learning()
         first = not hasattr(self, "components_")
+        refuse_dask_array(X, "partial_fit")
         X = self._validate_X(X, reset=first, loss=loss)
         if first:
             check_training_corpus(X)
@@ -496,6 +497,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         def validated_batches():
             nonlocal first
             for given in batches:
+                refuse_dask_array(given, "fit_stream")
                 counts = self._validate_X(given, reset=first, loss=loss)
                 if first:  # it has a document to learn from, or check_training_corpus says
                     check_training_corpus(counts)

@@ -5,7 +5,7 @@ The partitions, the workers' side and the client's steps of batch learning
 (`DaskTraining`) and online learning (`DaskOnlineTraining`, described at its
 class); the learners `stc.learners.dask_batch` and `stc.learners.dask_online`
 run them. MedSTC adds its labels and steps to `DaskTraining`'s partitions
-(`stc.supervised.distributed`).
+and, online, to `DaskOnlineTraining`'s rounds (`stc.supervised.distributed`).
 
 Each row block (partition) of the corpus stays on the worker that holds it,
 with its word codes, document codes and means: the (nnz, K) codes never
@@ -49,6 +49,18 @@ def is_dask_array(X):
     return type(X).__module__.startswith("dask.array") and hasattr(X, "to_delayed")
 
 
+def refuse_dask_array(X, method):
+    """TypeError if ``X`` is a dask array: ``method`` (e.g. partial_fit) reads matrices in memory.
+
+    Only ``fit`` learns from a dask array; validation would otherwise fail on
+    one with a numpy error that says neither.
+    """
+    if is_dask_array(X):
+        raise TypeError(f"{method} takes matrices in memory, not a dask array: fit learns from "
+                        "a dask array on the current dask.distributed client (online too, with "
+                        "learning_method='online'); or compute the batch first (X.compute())")
+
+
 def check_dask_loss(loss):
     """The workers return the MM dictionary step's sums: a dask array needs the Poisson loss."""
     if not (loss.runs_in_kernel and loss.dictionary_method == "mm"):
@@ -83,9 +95,10 @@ class Partition:
         self._layout = None
         self.codes = self.theta = self.means = None
         # online learning: the row order of the current pass, the slice of
-        # rows coded next and the coded slice (its word codes, until the next)
+        # rows coded next (and which of the partition's rows they are) and the
+        # coded slice (its word codes, until the next)
         self._order = (None, None)
-        self.pending = self.coded = None
+        self.pending = self.pending_rows = self.coded = None
         # MedSTC: the partition's labels and supervised state (stc.supervised.distributed)
         self.supervised = None
 
@@ -380,19 +393,28 @@ def _size(partition):
     return partition.X.shape[0], partition.X.nnz, float(np.sum(partition.X.data))
 
 
-def _online_select(partition, entropy, pass_number, partition_index, n_rounds, round_index):
-    """Make the partition's rows of one round its pending slice.
+def slice_rows(partition, entropy, pass_number, partition_index, n_rounds, round_index):
+    """The partition's rows of one round (`round_rows` of its `partition_order`), in order.
 
-    Returns what the client needs before coding it: (rows, terms, their
-    token counts, rows of the non-empty documents). The slice is kept with
-    its columns renumbered over its own terms (`BatchLayout`'s numbering).
+    The pass's order is kept on the partition until the next pass.
     """
     key = (entropy, pass_number)
     if partition._order[0] != key:
         partition._order = (key, partition_order(partition.X.shape[0], entropy, pass_number,
                                                  partition_index))
     start, stop = round_rows(partition.X.shape[0], n_rounds, round_index)
-    X = partition.X[partition._order[1][start:stop]]
+    return partition._order[1][start:stop]
+
+
+def _online_select(partition, *selection):
+    """Make the partition's rows of one round (``selection``: `slice_rows`'s) its pending slice.
+
+    Returns what the client needs before coding it: (rows, terms, their
+    token counts, rows of the non-empty documents). The slice is kept with
+    its columns renumbered over its own terms (`BatchLayout`'s numbering).
+    """
+    partition.pending_rows = slice_rows(partition, *selection)
+    X = partition.X[partition.pending_rows]
     present = np.bincount(X.indices, minlength=X.shape[1]) > 0
     terms = np.flatnonzero(present)
     counts = np.bincount(X.indices, weights=X.data, minlength=X.shape[1])[terms]
@@ -414,12 +436,18 @@ def _online_row_sums(partition, rows_per_draw):
     return sums
 
 
-def _online_code(partition, problem, beta_columns, n_jobs, next_selection, keep_codes):
+def _online_code(partition, problem, beta_columns, n_jobs, next_selection, keep_codes,
+                 coder=None):
     """Code the pending slice with its topic columns; select the next slice.
 
     Returns (plain, weighted, `stc.online.BatchOutcome`, seconds spent coding,
-    the next slice's `_online_select` result or None). With ``keep_codes`` the
-    slice's word codes stay on the worker for the further MM steps of the round.
+    the next slice's `_online_select` result or None, report). With
+    ``keep_codes`` the slice's word codes stay on the worker for the further
+    MM steps of the round. ``coder`` (online MedSTC's) codes the slice
+    instead of `stc.online.code_batch`: ``coder(partition, problem, X,
+    beta_columns, n_jobs)`` returns the slice's `stc.online.CodedBatch` and
+    the report, what the client learns from besides the sums (None without a
+    coder or for an empty slice).
     """
     import time
 
@@ -427,8 +455,12 @@ def _online_code(partition, problem, beta_columns, n_jobs, next_selection, keep_
 
     X, terms = partition.pending
     start = time.perf_counter()
+    report = None
     if X.shape[0]:
-        partition.coded = code_batch(problem, X, beta_columns, n_jobs)
+        if coder is None:
+            partition.coded = code_batch(problem, X, beta_columns, n_jobs)
+        else:
+            partition.coded, report = coder(partition, problem, X, beta_columns, n_jobs)
         plain, weighted, outcome = (partition.coded.plain, partition.coded.weighted,
                                     partition.coded.outcome)
         partition.coded.plain = partition.coded.weighted = None
@@ -441,7 +473,7 @@ def _online_code(partition, problem, beta_columns, n_jobs, next_selection, keep_
     busy = time.perf_counter() - start
     following = (None if next_selection is None
                  else _online_select(partition, *next_selection))
-    return plain, weighted, outcome, busy, following
+    return plain, weighted, outcome, busy, following, report
 
 
 def _online_sums_at(partition, loss, beta_columns, n_jobs):
@@ -503,6 +535,12 @@ class DaskOnlineTraining:
     chosen documents' term sums travel). Memory on a worker: its partition, the row order of the
     current pass and one slice's word codes; on the client: three K x N
     arrays and one round's sums.
+
+    Online MedSTC runs the same rounds with its labels (``labels``:
+    `stc.supervised.distributed.DaskOnlineLabels`): each round's coder,
+    which travels with the topic columns, codes the slices with the
+    shifted mean of the current eta, and the client takes eta's step on the
+    round's codes after the dictionary step.
     """
 
     def __init__(self, client, X, loss, problem_for, n_topics, random_state, n_jobs, *,
@@ -533,8 +571,14 @@ class DaskOnlineTraining:
         self.n_batch_iter = 0
         self.term_counts = np.zeros(self.n_features)  # tokens of every round, per term
         self.busy_seconds = np.zeros(len(self.parts))  # time inside the kernels, per partition
+        # online MedSTC's labels (`stc.supervised.distributed.DaskOnlineLabels`, set by its
+        # attach): the round's coder of the slices, and its learn(reports) after the
+        # dictionary step; None for STC
+        self.labels = None
+        self.in_last_pass = False
 
-    def _selection(self, pass_number, round_index):
+    def selection(self, pass_number, round_index):
+        """What each partition's `slice_rows` needs for one round, in partition order."""
         return [(self.entropy, pass_number, i, self.n_rounds, round_index)
                 for i in range(len(self.parts))]
 
@@ -566,13 +610,14 @@ class DaskOnlineTraining:
         introduce_terms_by_count(self.beta, counts)
         union = np.flatnonzero(counts > 0)
         positions = [np.searchsorted(union, terms) for _, terms, _, _ in selected]
+        coder = None if self.labels is None else self.labels.slice_coder(self.in_last_pass)
         results = self.parts.run_each(_online_code, [
             (self.problem, np.take(self.beta, s[1], axis=1), self.n_jobs, nxt,
-             self.max_steps > 1) for s, nxt in zip(selected, following)])
+             self.max_steps > 1, coder) for s, nxt in zip(selected, following)])
         plain = np.zeros((union.size, self.n_topics))
         weighted = np.zeros((union.size, self.n_topics))
-        for (p_sums, w_sums, _, busy, _), where, i in zip(results, positions,
-                                                          range(len(results))):
+        for (p_sums, w_sums, _, busy, _, _), where, i in zip(results, positions,
+                                                             range(len(results))):
             _add_rows(plain, where, p_sums)
             _add_rows(weighted, where, w_sums)
             self.busy_seconds[i] += busy
@@ -594,6 +639,8 @@ class DaskOnlineTraining:
             self.beta, self.statistics, rho, n_docs, union,
             SimpleNamespace(plain=plain, weighted=weighted), sums_at,
             max_steps=self.max_steps, n_jobs=self.n_jobs)
+        if self.labels is not None:  # online MedSTC: eta's step on the round's codes
+            self.labels.learn([r[5] for r in results])
         outcome = BatchOutcome(sum(r[2].objective for r in results), n_docs,
                                sum(r[2].capped_documents for r in results))
         return outcome, [r[4] for r in results]
@@ -607,17 +654,18 @@ class DaskOnlineTraining:
         from stc.online import TopicAverage, averaging_start
 
         average = TopicAverage()
-        selected = self.parts.run_each(_online_select, self._selection(1, 0))
+        selected = self.parts.run_each(_online_select, self.selection(1, 0))
         pass_objectives, capped = [], 0
         for pass_number in range(1, n_passes + 1):
+            self.in_last_pass = pass_number == n_passes
             total = 0.0
             first_averaged = (averaging_start(self.n_rounds, topic_averaging)
                               if pass_number == n_passes else None)
             for round_index in range(self.n_rounds):
                 if round_index + 1 < self.n_rounds:
-                    following = self._selection(pass_number, round_index + 1)
+                    following = self.selection(pass_number, round_index + 1)
                 elif pass_number < n_passes:
-                    following = self._selection(pass_number + 1, 0)
+                    following = self.selection(pass_number + 1, 0)
                 else:
                     following = [None] * len(self.parts)
                 if sum(s[0] for s in selected) == 0:  # a round without documents

@@ -3,7 +3,6 @@ import warnings
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from stc import STC
@@ -63,25 +62,36 @@ def test_dask_input_errors(client, newsgroups):
         STC(n_topics=2, loss="gaussian").fit(dask_rows(X, 50))
     with pytest.raises(TypeError, match="scipy.sparse"):
         STC(n_topics=2).fit(da.from_array(np.ones((10, 5)), chunks=(5, 5)))
+    # only fit reads a dask array; the methods that take batches in memory say so
+    with pytest.raises(TypeError, match="partial_fit takes matrices in memory, not a dask"):
+        STC(n_topics=2).partial_fit(dask_rows(X, 50))
+    with pytest.raises(TypeError, match="fit_stream takes matrices in memory, not a dask"):
+        STC(n_topics=2, n_passes=1).fit_stream([dask_rows(X, 50)])
+
+
+def round_indices(n_docs, rows_per_block, batch_size, pass_number, entropy):
+    """The rows of each round of one pass of an online fit of dask_rows(X, rows_per_block).
+
+    One array of row indices of X per round, in the order the round's mini-batch holds
+    them: every partition's slice (`round_rows` of its `partition_order`), in partition order.
+    """
+    from stc.distributed import partition_order, round_rows
+
+    starts = range(0, n_docs, rows_per_block)
+    orders = [start + partition_order(min(rows_per_block, n_docs - start), entropy,
+                                      pass_number, i)
+              for i, start in enumerate(starts)]
+    n_rounds = -(-n_docs // batch_size)
+    return [np.concatenate([order[slice(*round_rows(order.size, n_rounds, r))]
+                            for order in orders])
+            for r in range(n_rounds)]
 
 
 def schedule_batches(X, rows_per_block, batch_size, n_passes, entropy):
     """The mini-batches an online fit of dask_rows(X, rows_per_block) learns from, in order."""
-    from stc.distributed import partition_order, round_rows
-
-    blocks = [X[i:i + rows_per_block] for i in range(0, X.shape[0], rows_per_block)]
-    n_rounds = -(-X.shape[0] // batch_size)
-    batches = []
-    for pass_number in range(1, n_passes + 1):
-        orders = [partition_order(b.shape[0], entropy, pass_number, i)
-                  for i, b in enumerate(blocks)]
-        for r in range(n_rounds):
-            parts = []
-            for block, order in zip(blocks, orders):
-                start, stop = round_rows(block.shape[0], n_rounds, r)
-                parts.append(block[order[start:stop]])
-            batches.append(sp.vstack(parts, format="csr"))
-    return batches
+    return [X[rows] for pass_number in range(1, n_passes + 1)
+            for rows in round_indices(X.shape[0], rows_per_block, batch_size, pass_number,
+                                      entropy)]
 
 
 @pytest.mark.parametrize("rows_per_block", [250, 600])  # 3 partitions, or 1 (all terms)

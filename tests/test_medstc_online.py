@@ -243,13 +243,6 @@ def test_online_fit_classifies_the_embedded_corpus(newsgroups):
     assert online.joint_coef_ is not online.coef_
 
 
-def test_dask_online_is_not_implemented(labelled):
-    da = pytest.importorskip("dask.array")
-    X, y, _ = labelled
-    with pytest.raises(NotImplementedError, match="dask"):
-        MedSTC(**SMALL).fit(da.from_array(X.toarray()), y)
-
-
 # ---- a labelled file read in batches (stc.io.iter_batches(..., labels=True))
 
 @pytest.mark.parametrize("batch_size", [1, 70, 150, 10 ** 6])

@@ -6,7 +6,7 @@
   ``learn_stream`` (``fit_stream``, as given) and ``learn_batch``
   (``partial_fit``, one batch, and every batch of the others).
 * `dask_batch`, `dask_online`: the same over a dask array's partitions, on
-  the current dask.distributed client; ``learn`` (`dask_batch` with MedSTC's
+  the current dask.distributed client; ``learn`` (both with MedSTC's
   steps too, `stc.supervised.distributed`).
 
 A learner takes the coding problem (`stc.coding.CodingProblem`; for a dask

@@ -29,11 +29,35 @@ Each document's arithmetic is that of the fit in memory; only the sums over
 documents are taken partition by partition, so the fit agrees with ``fit`` on
 the whole matrix up to floating-point reduction order (a test checks the
 objective path and the classifiers to 1e-9).
+
+Online learning (``learning_method="online"``, `DaskOnlineLabels`) runs the
+rounds of STC's `stc.distributed.DaskOnlineTraining` with online MedSTC's
+batch step (`stc.supervised.online`) split between the workers and the
+client. Per round:
+
+* each worker codes its slice with `code_labelled_batch` (label-free coding,
+  then the shifted-mean sweeps from the round's eta with the per-document
+  safeguard and halvings) and returns its MM sums, as STC's workers do, and
+  its slice's codes theta, labels and rejected count (documents x K: small);
+  the word codes stay on the worker for the round's further MM steps;
+* the client takes STC's stochastic dictionary step, then eta's Pegasos step
+  (`joint_step`) on the round's codes, the slices' in partition order; eta
+  travels to the workers with the next round's topic columns.
+
+After the passes, the refit (``refit_C``) is one more pass of rounds: the
+workers code their slices without labels with the final topics, as
+`transform` codes documents, and the client takes `refit_step` on them in
+order. So the fit is ``fit_stream`` over the rounds' mini-batches (then
+those of the refit pass), up to the order of floating-point sums (a test
+checks it to 1e-9).
 """
+from typing import NamedTuple
+
 import numpy as np
 
 from stc._core._dense import dot, row_products
 from stc.coding import code_known_terms
+from stc.supervised.online import code_labelled_batch, joint_step, refit_step
 from stc.supervised.steps import HingeTerm, ShiftedMeanCodingStep
 from stc.supervised.svm import CuttingPlaneSVM, _build_cuts, _loss_matrix, _oracle
 from stc.training import TrainingState, count_capped
@@ -328,3 +352,97 @@ class DaskSupervision:
         (_, accuracy), = cuts.scores([svm.coef_], training.n_docs)
         training.parts.run(_forget_refit)
         return svm.coef_, float(accuracy)
+
+
+# ---- online learning: the rounds of stc.distributed.DaskOnlineTraining with labels
+
+def _attach_online_labels(partition, y_index):
+    """Give the partition its rows' class indices (online learning keeps nothing else)."""
+    if y_index.shape[0] != partition.X.shape[0]:  # the client split y by the partitions' rows
+        raise ValueError(f"a partition of {partition.X.shape[0]} documents got "
+                         f"{y_index.shape[0]} labels")
+    partition.supervised = y_index
+
+
+class SliceReport(NamedTuple):
+    """What a worker returns of its coded slice besides the MM sums: the SVM step's input."""
+
+    y_index: np.ndarray  # the slice's class indices, in the slice's row order
+    theta: np.ndarray    # its codes after the shifted-mean sweeps and the safeguard
+    rejected: int        # its documents whose shifted-mean step the safeguard rejected
+    free_theta: np.ndarray = None  # its label-free codes, in the last pass (the refit's)
+
+
+class SliceCoder:
+    """How a worker codes its slice of a round (`stc.distributed._online_code`'s ``coder``).
+
+    Holds what coding reads of the client's `OnlineSupervision` at the
+    round's start (`OnlineSupervision.coding_part`: eta, C, cost, D, sweeps);
+    it travels with each round's topic columns. ``refit``: the round is of
+    the last pass, whose label-free codes the refit's steps take.
+    """
+
+    def __init__(self, supervision, refit):
+        self.supervision, self.refit = supervision, refit
+
+    def __call__(self, partition, problem, X, beta_columns, n_jobs):
+        y_index = partition.supervised[partition.pending_rows]
+        coded = code_labelled_batch(problem, X, y_index, beta_columns, self.supervision, n_jobs)
+        return coded.sums, SliceReport(y_index, coded.theta, coded.rejected,
+                                       coded.free_theta if self.refit else None)
+
+
+class DaskOnlineLabels:
+    """Online MedSTC on the rounds of a `stc.distributed.DaskOnlineTraining`: the client's side.
+
+    Given to `stc.learners.dask_online.learn` (``labels``), which attaches
+    it to the training once the partitions exist. ``supervision`` (an
+    `OnlineSupervision`) is the client's state; it is updated as
+    `learn_labelled_batch` updates it, round by round.
+    """
+
+    def __init__(self, y_index, supervision, n_jobs=None):
+        self.y_index = np.asarray(y_index, dtype=np.intp)
+        self.supervision, self.n_jobs = supervision, n_jobs
+        self.training = None
+
+    def attach(self, training):
+        """Send every partition its rows' class indices; make the training's rounds use them.
+
+        D of (4) is the array's number of rows (``fit`` in memory takes X's),
+        unless ``total_samples`` gives it.
+        """
+        if self.y_index.shape[0] != training.n_docs:
+            raise ValueError(f"y must be 1-D with one label per document ({training.n_docs}), "
+                             f"got shape {self.y_index.shape}")
+        offsets = np.cumsum([0] + training.sizes)
+        training.parts.run_each(_attach_online_labels, [
+            (self.y_index[offsets[i]:offsets[i + 1]],) for i in range(len(training.parts))])
+        if self.supervision.total_samples is None:
+            self.supervision.total_samples = training.n_docs
+        self.training, training.labels = training, self
+
+    def slice_coder(self, last_pass):
+        """The round's `SliceCoder`, with the current eta; ``last_pass``: the refit's too."""
+        return SliceCoder(self.supervision.coding_part(),
+                          last_pass and self.supervision.refit_C is not None)
+
+    def learn(self, reports):
+        """After a round's dictionary step: eta's steps on the round's codes.
+
+        ``reports`` are the partitions' `SliceReport` (None for an empty
+        slice), in partition order: their concatenation is the round's
+        mini-batch in the order ``fit_stream`` would see it. The loop's eta
+        takes `joint_step`; in the last pass the refitted eta takes
+        `refit_step` on the label-free codes, as `learn_labelled_batch` does.
+        """
+        reports = [report for report in reports if report is not None]
+        supervision = self.supervision
+        theta = np.concatenate([report.theta for report in reports])
+        y_index = np.concatenate([report.y_index for report in reports])
+        supervision.n_docs_seen += theta.shape[0]
+        supervision.rejected += sum(report.rejected for report in reports)
+        joint_step(theta, y_index, supervision)
+        if reports and reports[0].free_theta is not None:
+            refit_step(np.concatenate([report.free_theta for report in reports]), y_index,
+                       supervision)

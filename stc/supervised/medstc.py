@@ -27,7 +27,9 @@ labels (``refit_C``; see `MedSTC`). Test documents are coded without labels
 Online learning (``learning_method="online"``, `MedSTC.fit_stream`,
 `MedSTC.partial_fit`) runs STC's online learner with the batch step of
 `stc.supervised.online`: shifted-mean coding of each mini-batch, STC's
-stochastic dictionary step and Pegasos steps for eta.
+stochastic dictionary step and Pegasos steps for eta; for a dask array
+(`fit`), STC's online learner on Dask with that step split between the
+workers (coding) and the client (eta's steps; `stc.supervised.distributed`).
 """
 import numbers
 import time
@@ -42,10 +44,10 @@ from sklearn.utils.validation import check_is_fitted
 from stc._core._dense import row_products
 from stc._persistence import register_estimator
 from stc._stc import STC
-from stc.distributed import check_dask_loss, current_client, is_dask_array
+from stc.distributed import check_dask_loss, current_client, is_dask_array, refuse_dask_array
 from stc._validation import (Interval, NoneValue, Options, check_fitted_finite, check_labels,
                              check_training_corpus)
-from stc.learners import batch, dask_batch, online
+from stc.learners import batch, dask_batch, dask_online, online
 from stc.online import check_online_loss
 # REFIT_C_SCALE is read here by the docs and benchmarks as stc.supervised.medstc.REFIT_C_SCALE
 from stc.supervised.steps import (REFIT_C_SCALE, ShiftedMeanCodingStep, SVMStep,  # noqa: F401
@@ -80,9 +82,9 @@ class MedSTC(ClassifierMixin, STC):
     STC, and ``rho`` to 0.02 in relative units, as in STC), plus those below;
     its attributes are STC's plus those below. Learning is batch learning, in
     memory or, for a dask array of CSR row blocks, on the current
-    dask.distributed client (`fit`), or online learning in memory
+    dask.distributed client (`fit`), or online learning, in memory
     (``learning_method="online"``, `fit_stream`, `partial_fit`;
-    `stc.supervised.online`): each mini-batch is coded with the shifted mean
+    `stc.supervised.online`) or on Dask (`fit`): each mini-batch is coded with the shifted mean
     of the current eta, the topics take STC's stochastic dictionary step and
     eta a Pegasos step on the batch's codes (`stochastic_svm_step`); the
     refit runs on every batch coded without labels with the final topics.
@@ -259,15 +261,16 @@ class MedSTC(ClassifierMixin, STC):
         for `STC.fit`: the fit then runs on the current dask.distributed client
         (`stc.supervised.distributed`), with ``y`` a dask or numpy array of
         one label per row; the labels, small next to ``X``, are gathered on
-        the client and each partition gets its rows' labels.
+        the client and each partition gets its rows' labels. With
+        ``learning_method="online"`` the mini-batches are the rounds of STC's
+        online learning on Dask (slices of every partition), and the fit is
+        `fit_stream` over them.
         """
         start = time.perf_counter()
         loss = self._checked_loss()
         if is_dask_array(X):
             if self.learning_method == "online":
-                raise NotImplementedError("MedSTC(learning_method='online') of a dask array is "
-                                          "not implemented: use learning_method='batch' on "
-                                          "Dask, or online learning in memory")
+                return self._fit_dask_online(X, y, loss, start)
             return self._fit_dask(X, y, loss, start)
         if self.learning_method == "online":
             return self._fit_online(X, y, loss, start)
@@ -297,10 +300,7 @@ class MedSTC(ClassifierMixin, STC):
 
         self._check_init_of_batch_learning()
         check_dask_loss(loss)
-        if is_dask_array(y):
-            y = y.compute()  # labels of unknown chunk sizes too; aligned below by row
-        rows = X.shape[0] if np.isfinite(X.shape[0]) else None  # else known once computed
-        encoder, y_index = self._encoded_labels(y, rows)
+        encoder, y_index = self._dask_labels(X, y)
         client = current_client()
         supervision = DaskSupervision(y_index, encoder.classes_.size, self.C, self.cost,
                                       self.svm_tol, self.svm_max_iter, self.n_jobs,
@@ -324,6 +324,41 @@ class MedSTC(ClassifierMixin, STC):
             self.coef_, self.refit_train_accuracy_ = supervision.refit(self.refit_C_)
         self.fit_time_ = time.perf_counter() - start
         return self
+
+    def _fit_dask_online(self, X, y, loss, start):
+        """`fit` of a dask array with ``learning_method="online"`` (`stc.supervised.distributed`).
+
+        STC's rounds on Dask with online MedSTC's step (the refit's in the last pass).
+        """
+        from stc.supervised.distributed import DaskOnlineLabels
+
+        self._check_init_of_batch_learning()
+        check_dask_loss(loss)
+        encoder, y_index = self._dask_labels(X, y)
+        client = current_client()
+        self._forget_online_state()
+        supervision = self._new_supervision(encoder.classes_.size)
+        labels = DaskOnlineLabels(y_index, supervision, self.n_jobs)
+        fitted = dask_online.learn(self._coding_problem, X, self._learning_options(),
+                                   client=client, loss=loss, labels=labels)
+        self.n_features_in_ = X.shape[1]
+        self._use_count_scale(fitted.count_scale)
+        self._store_fitted(fitted)
+        self._store_online_classifier(encoder.classes_, supervision)
+        self.fit_time_ = time.perf_counter() - start
+        return self
+
+    def _dask_labels(self, X, y):
+        """(LabelEncoder, class indices) of the labels ``y`` of dask array ``X``.
+
+        A dask ``y`` is computed on the client, whatever its chunks (the
+        labels are small next to X); the learner checks their number against
+        the partitions' rows when X's is not known.
+        """
+        if is_dask_array(y):
+            y = y.compute()  # labels of unknown chunk sizes too; aligned by row later
+        rows = X.shape[0] if np.isfinite(X.shape[0]) else None  # else known once computed
+        return self._encoded_labels(y, rows)
 
     @staticmethod
     def _encoded_labels(y, n_docs):
@@ -538,6 +573,7 @@ class MedSTC(ClassifierMixin, STC):
                              "with learning_method='batch': fit it with "
                              "learning_method='online', or start a new model")
         classes = self._check_classes(classes, first)
+        refuse_dask_array(X, "partial_fit")
         X = self._validate_X(X, reset=first, loss=loss)
         y_index = self._class_indices(y, classes, X.shape[0])
         if first:
@@ -590,6 +626,7 @@ class MedSTC(ClassifierMixin, STC):
                 if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
                     raise TypeError(f"batches must yield pairs (X_batch, y_batch); batch "
                                     f"{number} is a {type(pair).__name__}")
+                refuse_dask_array(pair[0], "fit_stream")
                 counts = self._validate_X(pair[0], reset=first, loss=loss)
                 y_index = self._class_indices(pair[1], classes, counts.shape[0],
                                               name=f"the labels of batch {number}")

@@ -29,6 +29,10 @@ runs STC's online learner (`stc.learners.online`) with the batch step
 
 Memory is that of STC's online learning: the batch's word codes and the
 (K, N) statistics; the classifiers are (n_classes, K).
+
+On Dask (`fit` of a dask array, `stc.supervised.distributed`) each worker
+runs steps 1-2 on its slice of a round (`code_labelled_batch`) and the
+client takes steps 3-4 (`joint_step`), and `refit_step` in the refit's pass.
 """
 from dataclasses import dataclass
 
@@ -38,7 +42,7 @@ from stc._core._coding import move_along_segments
 from stc._core._dense import dot
 from stc.coding import code_documents, code_new_documents, segment_objectives
 from stc.learners.online import start_batch
-from stc.online import BatchOutcome, batch_sums, stochastic_dictionary_step
+from stc.online import BatchOutcome, CodedBatch, batch_sums, stochastic_dictionary_step
 from stc.supervised.steps import ShiftedMeanCodingStep, refit_C_of_scale, shifted_mean_term
 from stc.supervised.svm import loss_augmented_hinges, sample_hinges
 from stc.training import count_capped, iteration_problem
@@ -132,6 +136,14 @@ class OnlineSupervision:
         """D, the number of documents (4)'s hinge averages over."""
         return self.total_samples if self.total_samples is not None else self.n_docs_seen
 
+    def coding_part(self):
+        """What coding a batch reads (eta, C, cost, D, sweeps), as a new `OnlineSupervision`.
+
+        Online MedSTC on Dask sends it to the workers each round.
+        """
+        return OnlineSupervision(self.n_classes, self.C, self.cost, None, self.n_docs(),
+                                 self.sweeps, self.coef)
+
     def refit_weight(self):
         """The refit's C: ``refit_C``, or for "auto" REFIT_C_SCALE / mean ||theta_d||^2 so far."""
         if self.refit_C != "auto":
@@ -141,11 +153,13 @@ class OnlineSupervision:
 
 
 def supervised_codes(problem, X, y_index, beta, supervision, n_jobs=None):
-    """Steps 1-2 of `learn_labelled_batch`: (label-free theta, word codes, theta, means, objective).
+    """Steps 1-2 of `learn_labelled_batch` on a batch; returns its codes and counts.
 
-    The word codes, theta and means are those of the shifted-mean sweeps
-    where the safeguard kept them, else the label-free ones; the objective is
-    the batch's objective (2) at them.
+    Returns (label-free theta, word codes, theta, means, objective, capped
+    documents, rejected documents). The word codes, theta and means are those
+    of the shifted-mean sweeps where the safeguard kept them, else the
+    label-free ones; the objective is the batch's objective (2) at them.
+    ``supervision`` is only read (eta, C, cost, D and the sweeps).
     """
     theta, codes, result = code_new_documents(problem, X, beta, keep_word_codes=True,
                                               n_jobs=n_jobs)
@@ -153,7 +167,7 @@ def supervised_codes(problem, X, y_index, beta, supervision, n_jobs=None):
     free_theta = theta.copy()
     W = supervision.coef
     if W is None:  # no classifier yet: the label-free codes
-        return free_theta, codes, theta, result.means, result.objective, capped
+        return free_theta, codes, theta, result.means, result.objective, capped, 0
     C, cost, D = supervision.C, supervision.cost, supervision.n_docs()
     linear = shifted_mean_term(W, theta, y_index, C, cost, D)
     old_codes = codes.copy()
@@ -181,12 +195,41 @@ def supervised_codes(problem, X, y_index, beta, supervision, n_jobs=None):
         pending[rows[better]] = False
     steps[pending] = 0.0  # no decreasing step: the label-free codes
     objective[pending] = result.objective[pending]
-    supervision.rejected += int(np.count_nonzero(pending))
     means = swept.means
     moved = np.flatnonzero(steps < 1.0)
     move_along_segments(X.indptr, X.indices, np.ascontiguousarray(beta.T), old_codes, codes,
                         free_theta, theta, means, moved, steps[moved], n_jobs)
-    return free_theta, codes, theta, means, objective, capped
+    return free_theta, codes, theta, means, objective, capped, int(np.count_nonzero(pending))
+
+
+@dataclass
+class LabelledCodes:
+    """A batch (or a Dask worker's slice of a round) coded by steps 1-2: `code_labelled_batch`."""
+
+    sums: CodedBatch         # word codes and MM sums; its outcome: the batch's share of (4)
+    free_theta: np.ndarray   # label-free codes (step 1): the refit's
+    theta: np.ndarray        # after the shifted-mean sweeps and the safeguard: eta's step's
+    rejected: int            # documents whose shifted-mean step the safeguard rejected
+
+
+def code_labelled_batch(problem, X, y_index, beta, supervision, n_jobs=None):
+    """Steps 1-2 and what the dictionary step needs of them; returns the `LabelledCodes`.
+
+    The outcome (``sums.outcome``) is the batch's share of (4) without
+    ||eta||^2 / 2: objective (2) at its codes plus (C / D) sum_d h_d at the eta
+    it was coded with (``cost`` per document before there is one). A separate
+    function because a Dask worker runs it on its slice of a round (MedSTC
+    online on Dask, `stc.supervised.distributed`) and the client adds the
+    slices' sums and shares up.
+    """
+    free_theta, codes, theta, means, objective, capped, rejected = supervised_codes(
+        problem, X, y_index, beta, supervision, n_jobs)
+    C, cost, W = supervision.C, supervision.cost, supervision.coef
+    hinge = (np.full(X.shape[0], cost) if W is None else sample_hinges(W, theta, y_index, cost))
+    outcome = BatchOutcome(float(np.sum(objective) + C / supervision.n_docs() * np.sum(hinge)),
+                           X.shape[0], capped)
+    return LabelledCodes(batch_sums(X, codes, means, outcome, n_jobs), free_theta, theta,
+                         rejected)
 
 
 def learn_labelled_batch(problem, batch, state, supervision, options, rng, *, refit,
@@ -206,27 +249,33 @@ def learn_labelled_batch(problem, batch, state, supervision, options, rng, *, re
         supervision.total_samples = supervision.n_docs_seen  # the documents of one pass
     statistics, rho = start_batch(X, state, options, rng)
     supervision.n_docs_seen += X.shape[0]
-    beta = state.components
-    free_theta, codes, theta, means, objective, capped = supervised_codes(
-        problem, X, y_index, beta, supervision, options.n_jobs)
-    C, cost = supervision.C, supervision.cost
-    W = supervision.coef
-    hinge = (np.full(X.shape[0], cost) if W is None else sample_hinges(W, theta, y_index, cost))
-    outcome = BatchOutcome(float(np.sum(objective) + C / supervision.n_docs() * np.sum(hinge)),
-                           X.shape[0], capped)
-    sums = batch_sums(X, codes, means, outcome, options.n_jobs)
+    coded = code_labelled_batch(problem, X, y_index, state.components, supervision,
+                                options.n_jobs)
+    supervision.rejected += coded.rejected
+    sums = coded.sums
     if options.dictionary_max_iter == 1:
         sums.codes = None  # no MM step re-reads them
     state.statistics = stochastic_dictionary_step(
-        beta, statistics, rho, X.shape[0], sums.layout.terms, sums,
+        state.components, statistics, rho, X.shape[0], sums.layout.terms, sums,
         lambda columns: sums.sums_at(problem.loss, columns, options.n_jobs),
         max_steps=options.dictionary_max_iter, n_jobs=options.n_jobs)
-    del sums, codes
-    supervision.coef, supervision.svm_steps = stochastic_svm_step(
-        _or_zeros(W, supervision, theta), theta, y_index, C, cost, supervision.svm_steps)
+    outcome = sums.outcome
+    coded.sums = sums = None  # the word codes: freed before eta's steps
+    joint_step(coded.theta, y_index, supervision)
     if refit:
-        refit_step(free_theta, y_index, supervision)
+        refit_step(coded.free_theta, y_index, supervision)
     return outcome
+
+
+def joint_step(theta, y_index, supervision):
+    """Step 4: `stochastic_svm_step` of the loop's eta on a batch's codes ``theta``.
+
+    A function of its own because online MedSTC on Dask takes it on the
+    client, on the round's codes gathered from the workers.
+    """
+    supervision.coef, supervision.svm_steps = stochastic_svm_step(
+        _or_zeros(supervision.coef, supervision, theta), theta, y_index, supervision.C,
+        supervision.cost, supervision.svm_steps)
 
 
 def refit_step(theta, y_index, supervision):

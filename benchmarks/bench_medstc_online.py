@@ -20,7 +20,7 @@ parameters at their defaults; the online one adds ``learning_method="online"`` (
   reached in its first iterations (word codes, layout, dictionary-step buffers and
   the shifted-mean step's saved codes), so its traced fit stops after 2 iterations
   without the refit (which codes without keeping word codes); the online one's traced
-  fit makes 1 pass, with the refit's steps (every batch allocates alike).
+  fit makes 1 pass and its refit pass (every batch allocates alike).
 
 Targets (issue 22, item 2): test accuracy within 1 point of batch MedSTC, fit at
 least 3x faster, peak memory at most a quarter of batch's.

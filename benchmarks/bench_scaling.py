@@ -41,9 +41,9 @@ an SVMlight file in the cache, the last 10,000 held out. The fit,
 .fit_stream(stc.io.iter_batches(file, 2048, labels=True), classes=...)``, reads the
 file batch by batch (MedSTC's defaults for C, cost and refit_C): the corpus is never
 in memory, and the traced peak is that of the whole fit, reading included. Each
-pass over the file is timed (the refit's steps run in the last learning pass;
-records made before that change also hold the refit's own pass, which coded every
-batch again with the final topics); accuracy is on the held-out documents.
+pass over the file is timed (``n_passes`` learning passes, then the refit's pass,
+which codes every batch with the final topics); accuracy is on the held-out
+documents.
 """
 import argparse
 import json
@@ -321,7 +321,7 @@ def medstc_report():
         refit = r["pass_seconds"][r["passes"]:]
         rows.append(f"| {r['documents']:.0e} | {r['topics']} | {r['classes']} | "
                     f"{r['file_mib']:.0f} | {r['parallel']} | {r['passes']} | "
-                    f"{np.mean(learning):.1f} | {f'{refit[0]:.1f}' if refit else '-'} | "
+                    f"{np.mean(learning):.1f} | {refit[0] if refit else float('nan'):.1f} | "
                     f"{r['peak_mib']:.0f} | {r['accuracy']:.4f} ({r['majority']:.3f}) | "
                     f"{r['recovery']:.3f} | {r['load_before'].split()[0]} / "
                     f"{r['load_after'].split()[0]} | {r['fingerprint']} |")
@@ -347,10 +347,8 @@ def medstc_section(command, start_uptime, n_features, n_classes):
         "classes=...)`, MedSTC's defaults otherwise (C, cost, refit_C): the corpus is read "
         "from the file batch by batch in every pass and is never in memory. The peak is "
         "tracemalloc's over the whole fit (reading and parsing the batches included); a "
-        "learning pass codes, learns the topics and both classifiers' stochastic steps (the "
-        "refitted classifier's in the last pass). Rows with a refit pass are from before "
-        "the refit moved into the last learning pass: that pass coded every batch again "
-        "with the final topics.", "",
+        "learning pass codes, learns the topics and both classifiers' stochastic steps; the "
+        "refit pass codes every batch with the final topics for the refitted classifier.", "",
         f"Command of the last run: `{command.strip()}`", "",
         *machine_section("threads: per row", start_uptime, last_run=True),
         *medstc_report(), "", MEDSTC_END])

@@ -575,7 +575,6 @@ class DaskOnlineTraining:
         # attach): the round's coder of the slices, and its learn(reports) after the
         # dictionary step; None for STC
         self.labels = None
-        self.in_last_pass = False
 
     def selection(self, pass_number, round_index):
         """What each partition's `slice_rows` needs for one round, in partition order."""
@@ -610,7 +609,7 @@ class DaskOnlineTraining:
         introduce_terms_by_count(self.beta, counts)
         union = np.flatnonzero(counts > 0)
         positions = [np.searchsorted(union, terms) for _, terms, _, _ in selected]
-        coder = None if self.labels is None else self.labels.slice_coder(self.in_last_pass)
+        coder = None if self.labels is None else self.labels.slice_coder()
         results = self.parts.run_each(_online_code, [
             (self.problem, np.take(self.beta, s[1], axis=1), self.n_jobs, nxt,
              self.max_steps > 1, coder) for s, nxt in zip(selected, following)])
@@ -657,7 +656,6 @@ class DaskOnlineTraining:
         selected = self.parts.run_each(_online_select, self.selection(1, 0))
         pass_objectives, capped = [], 0
         for pass_number in range(1, n_passes + 1):
-            self.in_last_pass = pass_number == n_passes
             total = 0.0
             first_averaged = (averaging_start(self.n_rounds, topic_averaging)
                               if pass_number == n_passes else None)

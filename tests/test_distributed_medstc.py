@@ -169,8 +169,8 @@ ONLINE = dict(n_topics=4, C=3e5, cost=100.0, rho=0.01, rho_units="absolute", ran
 class Rounds:
     """The rounds' mini-batches of an online fit of dask_rows(X, rows_per_block), for fit_stream.
 
-    Its k-th iteration yields the (X, y) batches of pass k (the refit's steps run in the
-    last pass, on the cluster as in fit_stream).
+    Its k-th iteration yields the (X, y) batches of pass k: the learning passes, then the
+    refit's pass (the fit on the cluster takes it in the order of pass n_passes + 1).
     """
 
     def __init__(self, X, y, rows_per_block, batch_size, entropy=0):
@@ -215,13 +215,12 @@ def assert_same_online_fit(spread, local):
 
 @pytest.mark.parametrize("rows_per_block", [300, 100])  # 1 partition, or 3
 def test_online_fit_is_fit_stream_over_the_rounds_batches(client, labelled, rows_per_block):
-    """Online on the cluster: fit_stream over the rounds' mini-batches."""
+    """Online on the cluster: fit_stream over the rounds' mini-batches, then the refit pass's."""
     X, y = labelled
     spread = MedSTC(**ONLINE).fit(dask_rows(X, rows_per_block), y)
     # D of (4) is the array's rows, as fit in memory takes X's
-    rounds = Rounds(X, y, rows_per_block, 64)
-    local = MedSTC(**ONLINE, total_samples=300).fit_stream(rounds, classes=np.unique(y))
-    assert rounds.passes == 2
+    local = MedSTC(**ONLINE, total_samples=300).fit_stream(
+        Rounds(X, y, rows_per_block, 64), classes=np.unique(y))
     gaps = assert_same_online_fit(spread, local)
     print(f"{rows_per_block} rows a block: largest relative gaps {gaps}")
     # the setting exercises what it should: eta learns, the safeguard rejects, the refit runs

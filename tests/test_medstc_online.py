@@ -41,8 +41,7 @@ def assert_same_fit(a, b):
 def test_partial_fit_loop_equals_fit_stream(labelled):
     X, y, _ = labelled
     classes = np.unique(y)
-    # fit_stream takes the refit steps in its last pass (here its only one), as
-    # partial_fit does in every batch
+    # a one-shot stream takes the refit steps in its pass, as partial_fit does
     streamed = MedSTC(**SMALL, n_passes=1, topic_averaging=0.0).fit_stream(
         iter(batches_of(X, y)), classes=classes)
     looped = MedSTC(**SMALL)
@@ -54,7 +53,7 @@ def test_partial_fit_loop_equals_fit_stream(labelled):
 
 
 class Schedule:
-    """The batches an online fit draws, pass by pass, for fit_stream."""
+    """The batches an online fit draws (pass by pass, then the refit's), for fit_stream."""
 
     def __init__(self, X, y, orders, size):
         self.X, self.y, self.orders, self.size, self.passes = X, y, orders, size, 0
@@ -73,7 +72,7 @@ class Schedule:
 def test_fit_stream_equals_online_fit_on_its_schedule(labelled):
     """fit(online) is fit_stream over the shuffled batches fit draws from random_state.
 
-    Both take the refit steps in the last pass, on each batch's label-free codes.
+    Both take the refit steps in one more pass over the batches, with the final topics.
     """
     X, y, _ = labelled
     params = dict(SMALL, n_passes=2, topic_averaging=0.5, total_samples=X.shape[0])
@@ -84,17 +83,16 @@ def test_fit_stream_equals_online_fit_on_its_schedule(labelled):
     replay = np.random.RandomState(0)
     replay.permutation(X.shape[0])
     initial_dictionary(X[first_order[:150]], 4, rng)
-    orders = [first_order, rng.permutation(X.shape[0])]
-    schedule = Schedule(X, y, orders, 150)
+    # the refit pass's order: a new draw from random_state=0, the first order again
+    orders = [first_order, rng.permutation(X.shape[0]), first_order]
     streamed = MedSTC(**dict(params, random_state=replay)).fit_stream(
-        schedule, classes=np.unique(y))
-    assert schedule.passes == 2  # no pass of its own for the refit
+        Schedule(X, y, orders, 150), classes=np.unique(y))
     assert_same_fit(fitted, streamed)
     np.testing.assert_array_equal(fitted.objective_, streamed.objective_)
-    # the refit saw every document once: one step per chunk of the last pass's batches
+    # the refit saw every document once, coded as transform codes it
     assert fitted.online_refit_docs_ == X.shape[0]
-    assert fitted.online_refit_steps_ == sum(-(-rows.size // SVM_CHUNK)
-                                             for rows in np.array_split(orders[1], 4))
+    theta = fitted.transform(X)
+    assert np.isclose(fitted.online_refit_square_norms_, np.sum(theta * theta), rtol=1e-12)
 
 
 # ---- the stochastic SVM step

@@ -57,6 +57,8 @@ import numpy as np
 
 from stc._core._dense import dot, row_products
 from stc.coding import code_known_terms
+from stc.distributed import slice_rows
+from stc.learners.online import rows_of
 from stc.supervised.online import code_labelled_batch, joint_step, refit_step
 from stc.supervised.steps import HingeTerm, ShiftedMeanCodingStep
 from stc.supervised.svm import CuttingPlaneSVM, _build_cuts, _loss_matrix, _oracle
@@ -370,7 +372,6 @@ class SliceReport(NamedTuple):
     y_index: np.ndarray  # the slice's class indices, in the slice's row order
     theta: np.ndarray    # its codes after the shifted-mean sweeps and the safeguard
     rejected: int        # its documents whose shifted-mean step the safeguard rejected
-    free_theta: np.ndarray = None  # its label-free codes, in the last pass (the refit's)
 
 
 class SliceCoder:
@@ -378,18 +379,30 @@ class SliceCoder:
 
     Holds what coding reads of the client's `OnlineSupervision` at the
     round's start (`OnlineSupervision.coding_part`: eta, C, cost, D, sweeps);
-    it travels with each round's topic columns. ``refit``: the round is of
-    the last pass, whose label-free codes the refit's steps take.
+    it travels with each round's topic columns.
     """
 
-    def __init__(self, supervision, refit):
-        self.supervision, self.refit = supervision, refit
+    def __init__(self, supervision):
+        self.supervision = supervision
 
     def __call__(self, partition, problem, X, beta_columns, n_jobs):
         y_index = partition.supervised[partition.pending_rows]
         coded = code_labelled_batch(problem, X, y_index, beta_columns, self.supervision, n_jobs)
-        return coded.sums, SliceReport(y_index, coded.theta, coded.rejected,
-                                       coded.free_theta if self.refit else None)
+        return coded.sums, SliceReport(y_index, coded.theta, coded.rejected)
+
+
+def _refit_slice(partition, problem, beta, n_jobs, selection):
+    """The partition's slice of a refit round coded without labels, as `transform` codes.
+
+    ``selection`` is `slice_rows`'s; ``beta`` the final topics (`refit_pass`).
+    Returns (theta, the slice's class indices, documents capped at the sweep limit).
+    """
+    rows = slice_rows(partition, *selection)
+    if rows.size == 0:
+        return np.zeros((0, beta.shape[0])), partition.supervised[rows], 0
+    theta, _, result = code_known_terms(problem, rows_of(partition.X, rows), beta,
+                                        n_jobs=n_jobs)
+    return theta, partition.supervised[rows], count_capped(result, problem)
 
 
 class DaskOnlineLabels:
@@ -422,27 +435,41 @@ class DaskOnlineLabels:
             self.supervision.total_samples = training.n_docs
         self.training, training.labels = training, self
 
-    def slice_coder(self, last_pass):
-        """The round's `SliceCoder`, with the current eta; ``last_pass``: the refit's too."""
-        return SliceCoder(self.supervision.coding_part(),
-                          last_pass and self.supervision.refit_C is not None)
+    def slice_coder(self):
+        """The round's `SliceCoder`, with the current eta."""
+        return SliceCoder(self.supervision.coding_part())
 
     def learn(self, reports):
-        """After a round's dictionary step: eta's steps on the round's codes.
+        """After a round's dictionary step: eta's step on the round's codes (`joint_step`).
 
         ``reports`` are the partitions' `SliceReport` (None for an empty
         slice), in partition order: their concatenation is the round's
-        mini-batch in the order ``fit_stream`` would see it. The loop's eta
-        takes `joint_step`; in the last pass the refitted eta takes
-        `refit_step` on the label-free codes, as `learn_labelled_batch` does.
+        mini-batch in the order ``fit_stream`` would see it.
         """
         reports = [report for report in reports if report is not None]
         supervision = self.supervision
         theta = np.concatenate([report.theta for report in reports])
-        y_index = np.concatenate([report.y_index for report in reports])
         supervision.n_docs_seen += theta.shape[0]
         supervision.rejected += sum(report.rejected for report in reports)
-        joint_step(theta, y_index, supervision)
-        if reports and reports[0].free_theta is not None:
-            refit_step(np.concatenate([report.free_theta for report in reports]), y_index,
-                       supervision)
+        joint_step(theta, np.concatenate([report.y_index for report in reports]), supervision)
+
+    def refit_pass(self, problem, beta, pass_number):
+        """The refit after the passes (`refit_pass` on the rounds of pass ``pass_number``).
+
+        Each round, every worker codes its slice without labels with the
+        final topics ``beta`` and returns the codes; the client takes
+        `refit_step` on them in partition order. Returns the number of
+        documents whose coding stopped at the sweep cap.
+        """
+        training = self.training
+        beta = training.client.scatter(beta, broadcast=True)
+        capped = 0
+        for round_index in range(training.n_rounds):
+            answers = training.parts.run_each(_refit_slice, [
+                (problem, beta, self.n_jobs, selection)
+                for selection in training.selection(pass_number, round_index)])
+            theta = np.concatenate([theta for theta, _, _ in answers])
+            if theta.shape[0]:
+                refit_step(theta, np.concatenate([y for _, y, _ in answers]), self.supervision)
+            capped += sum(part_capped for _, _, part_capped in answers)
+        return capped

@@ -328,7 +328,7 @@ class MedSTC(ClassifierMixin, STC):
     def _fit_dask_online(self, X, y, loss, start):
         """`fit` of a dask array with ``learning_method="online"`` (`stc.supervised.distributed`).
 
-        STC's rounds on Dask with online MedSTC's step (the refit's in the last pass).
+        STC's rounds on Dask with online MedSTC's step, then the refit's pass.
         """
         from stc.supervised.distributed import DaskOnlineLabels
 
@@ -344,6 +344,12 @@ class MedSTC(ClassifierMixin, STC):
         self.n_features_in_ = X.shape[1]
         self._use_count_scale(fitted.count_scale)
         self._store_fitted(fitted)
+        if self.refit_C is not None and not fitted.interrupted:
+            # one more pass, in a new order of each partition's rows
+            capped = labels.refit_pass(self._coding_problem(), self.components_,
+                                       self.n_passes + 1)
+            if capped:  # as transform warns
+                warn_if_unfinished(self, True, False, capped)
         self._store_online_classifier(encoder.classes_, supervision)
         self.fit_time_ = time.perf_counter() - start
         return self
@@ -440,8 +446,15 @@ class MedSTC(ClassifierMixin, STC):
         if supervision.total_samples is None:  # D of (4): the training documents
             supervision.total_samples = X.shape[0]
         fitted = online.learn(problem, X, self._learning_options(), y=y_index,
-                              learn_one=self._labelled_step(supervision))
+                              learn_one=self._labelled_step(supervision, refit=False))
         self._store_fitted(fitted)
+        if self.refit_C is not None and not fitted.interrupted:
+            # in a new shuffled order: rows sorted by class would make the steps cycle
+            order = check_random_state(self.random_state).permutation(X.shape[0])
+            self._refit_pass(problem, ((online.rows_of(X, order[first:first + self.batch_size]),
+                                        y_index[order[first:first + self.batch_size]])
+                                       for first in range(0, X.shape[0], self.batch_size)),
+                             supervision)
         self._store_online_classifier(encoder.classes_, supervision)
         self.fit_time_ = time.perf_counter() - start
         return self
@@ -452,18 +465,25 @@ class MedSTC(ClassifierMixin, STC):
         return OnlineSupervision(n_classes, float(self.C), float(self.cost), self.refit_C,
                                  self.total_samples, self.sweeps_per_iteration)
 
-    def _labelled_step(self, supervision):
+    def _labelled_step(self, supervision, refit):
         """The learner's step of one (X, class indices) batch: `learn_labelled_batch`.
 
-        The refit steps run in the last pass, on each batch's label-free codes.
+        ``refit``: the refit steps run in the last pass (else in `_refit_pass`).
         """
         from stc.supervised.online import learn_labelled_batch
 
         def learn_one(problem, batch, state, options, rng, pass_number):
             return learn_labelled_batch(problem, batch, state, supervision, options, rng,
-                                        refit=pass_number == options.n_passes,
+                                        refit=refit and pass_number == options.n_passes,
                                         later_pass=pass_number > 1)
         return learn_one
+
+    def _refit_pass(self, problem, batches, supervision):
+        from stc.supervised.online import refit_pass
+
+        capped = refit_pass(problem, batches, self.components_, supervision, self.n_jobs)
+        if capped:  # as transform warns
+            warn_if_unfinished(self, True, False, capped)
 
     def _store_online_classifier(self, classes, supervision):
         """The classifiers and the counters online learning carries (saved with the model)."""
@@ -601,8 +621,9 @@ class MedSTC(ClassifierMixin, STC):
         As `STC.fit_stream` (``n_passes`` passes over ``batches`` in the
         order given, topic averaging in the last pass), each pair learned
         from by `partial_fit`'s step, with every label one of ``classes``
-        (required). The refit of ``coef_`` takes its steps in the last pass,
-        on each batch's label-free codes. With ``total_samples`` None, D is the number of
+        (required). The refit of ``coef_`` on label-free codes runs in one
+        more pass over ``batches`` with the final topics (in the last pass
+        for a one-shot iterator). With ``total_samples`` None, D is the number of
         documents seen so far in the first pass and the number of documents
         of a pass after it. Starts afresh, like ``fit``.
         """
@@ -641,10 +662,13 @@ class MedSTC(ClassifierMixin, STC):
         except TypeError:
             n_batches = None
         supervision = self._new_supervision(classes.size)
+        one_shot = iter(batches) is batches
         fitted = online.learn_stream(self._coding_problem, validated_batches, n_batches,
                                      self._learning_options(),
-                                     learn_one=self._labelled_step(supervision))
+                                     learn_one=self._labelled_step(supervision, one_shot))
         self._store_fitted(fitted)
+        if self.refit_C is not None and not one_shot and not fitted.interrupted:
+            self._refit_pass(self._coding_problem(), validated_batches(), supervision)
         self._store_online_classifier(classes, supervision)
         self.fit_time_ = time.perf_counter() - start
         return self

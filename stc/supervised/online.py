@@ -16,16 +16,16 @@ runs STC's online learner (`stc.learners.online`) with the batch step
   3. STC's stochastic dictionary step on those codes (`stc.online`);
   4. `stochastic_svm_step` on the batch's codes and labels moves the
      loop's eta, ``joint_coef_``;
-  5. the refit (``refit_C``): the same step on the batch's label-free codes
-     of step 1 moves a second classifier; ``coef_``, the one `predict` uses,
-     is the mean of its iterates. `fit` and `fit_stream` take it in their
-     last pass (batch MedSTC refits after its loop on the training documents
-     coded without labels; a pass of its own, coding every batch once more
-     with the final topics, cost a sixth of the fit and gained no accuracy:
-     validation accuracy over five seeds at K = 50, 0.8870 with it, 0.8874
-     without);
-     `partial_fit` in every batch, since it cannot know which batch is the
-     last.
+  5. the refit (``refit_C``): the same step on label-free codes moves a
+     second classifier; ``coef_``, the one `predict` uses, is the mean of
+     its iterates. `fit` and
+     `fit_stream` take it after the passes, in one more pass that codes
+     every batch without labels with the final topics (`refit_pass`), as
+     batch MedSTC refits on the training documents coded after its loop
+     (a one-shot stream, which cannot be read again, takes it in its last
+     pass on each batch's label-free codes of step 1); `partial_fit` in
+     every batch, on the codes of step 1, since it cannot know which batch
+     is the last.
 
 Memory is that of STC's online learning: the batch's word codes and the
 (K, N) statistics; the classifiers are (n_classes, K).
@@ -40,7 +40,7 @@ import numpy as np
 
 from stc._core._coding import move_along_segments
 from stc._core._dense import dot
-from stc.coding import code_documents, code_new_documents, segment_objectives
+from stc.coding import code_documents, code_known_terms, code_new_documents, segment_objectives
 from stc.learners.online import start_batch
 from stc.online import BatchOutcome, CodedBatch, batch_sums, stochastic_dictionary_step
 from stc.supervised.steps import ShiftedMeanCodingStep, refit_C_of_scale, shifted_mean_term
@@ -295,6 +295,25 @@ def refit_step(theta, y_index, supervision):
         _or_zeros(supervision.refit_coef, supervision, theta), theta, y_index,
         supervision.refit_weight(), supervision.cost, supervision.refit_steps,
         supervision.refit_average)
+
+
+def refit_pass(problem, batches, beta, supervision, n_jobs=None):
+    """The refit after the passes: every batch coded without labels with the final topics.
+
+    ``batches`` yields (X, class indices) pairs; each batch is coded as
+    `MedSTC.transform` codes documents (`stc.coding.code_known_terms`), then
+    takes `refit_step`: batch MedSTC's refit on the training documents coded
+    after its loop, with the stochastic step and one batch in memory.
+    Returns the number of documents whose coding stopped at the sweep cap.
+    """
+    capped = 0
+    for X, y_index in batches:
+        if X.shape[0] == 0:
+            continue
+        theta, _, result = code_known_terms(problem, X, beta, n_jobs=n_jobs)
+        capped += count_capped(result, problem)
+        refit_step(theta, y_index, supervision)
+    return capped
 
 
 def _or_zeros(W, supervision, theta):

@@ -144,7 +144,9 @@ def test_bad_input_is_refused_clearly(client, labelled):
         MedSTC(n_topics=2).fit(da.from_array(X, chunks=(100, 100), asarray=False), y)
 
 
-def test_labels_are_checked_against_rows_counted_on_the_workers(client, labelled):
+@pytest.mark.parametrize("learning_method", ["batch", "online"])
+def test_labels_are_checked_against_rows_counted_on_the_workers(client, labelled,
+                                                                learning_method):
     """X of unknown row count: y's length is checked once the partitions are counted."""
     import dask
 
@@ -155,7 +157,7 @@ def test_labels_are_checked_against_rows_counted_on_the_workers(client, labelled
     spread = da.concatenate(blocks, axis=0)
     assert np.isnan(spread.shape[0])
     with pytest.raises(ValueError, match=r"one label per document \(300\), got shape \(299,\)"):
-        MedSTC(n_topics=2).fit(spread, y[:-1])
+        MedSTC(n_topics=2, learning_method=learning_method).fit(spread, y[:-1])
 
 
 # ---- online learning
@@ -283,16 +285,3 @@ def test_online_bad_input_is_refused_clearly(client, labelled):
         MedSTC(**online).partial_fit(spread, y, classes=np.unique(y))
     with pytest.raises(TypeError, match="fit_stream takes .* not a dask array"):
         MedSTC(**online, n_passes=1).fit_stream([(spread, y)], classes=np.unique(y))
-
-
-def test_online_labels_are_checked_against_rows_counted_on_the_workers(client, labelled):
-    """X of unknown row count: y's length is checked once the partitions are counted."""
-    import dask
-
-    X, y = labelled
-    blocks = [da.from_delayed(dask.delayed(X[i:i + 100]), shape=(np.nan, X.shape[1]),
-                              dtype=np.float64, meta=X[:0])
-              for i in range(0, 300, 100)]
-    spread = da.concatenate(blocks, axis=0)
-    with pytest.raises(ValueError, match=r"one label per document \(300\), got shape \(299,\)"):
-        MedSTC(n_topics=2, learning_method="online").fit(spread, y[:-1])

@@ -70,6 +70,19 @@ def auto_refit_C(theta):
     return refit_C_of_scale(mean_square_norm)
 
 
+# Online learning's counters: fitted attribute -> `OnlineSupervision` field (saved with
+# the model, so that partial_fit goes on where the fit stopped).
+ONLINE_COUNTERS = {
+    "online_total_samples_": "total_samples",
+    "n_docs_seen_": "n_docs_seen",
+    "online_svm_steps_": "svm_steps",
+    "online_refit_steps_": "refit_steps",
+    "online_refit_square_norms_": "refit_square_norms",
+    "online_refit_docs_": "refit_docs",
+    "rejected_steps_": "rejected",
+}
+
+
 @register_estimator
 class MedSTC(ClassifierMixin, STC):
     """Max-margin supervised STC: topics, codes and a multi-class SVM learned jointly.
@@ -493,29 +506,19 @@ class MedSTC(ClassifierMixin, STC):
         self.coef_ = supervision.refit_average if refitted else supervision.coef
         self.online_refit_coef_ = supervision.refit_coef
         self.refit_C_ = supervision.refit_weight() if refitted else None
-        self.online_total_samples_ = supervision.total_samples
-        self.n_docs_seen_ = supervision.n_docs_seen
-        self.online_svm_steps_ = supervision.svm_steps
-        self.online_refit_steps_ = supervision.refit_steps
-        self.online_refit_square_norms_ = supervision.refit_square_norms
-        self.online_refit_docs_ = supervision.refit_docs
-        self.rejected_steps_ = supervision.rejected
+        for attribute, field in ONLINE_COUNTERS.items():
+            setattr(self, attribute, getattr(supervision, field))
 
     def _online_supervision(self):
         """The `OnlineSupervision` the fitted attributes hold."""
         supervision = self._new_supervision(self.classes_.size)
-        supervision.total_samples = self.online_total_samples_
         supervision.coef = self.joint_coef_
         if self.refit_C_ is not None:
             supervision.refit_coef = self.online_refit_coef_
             # updated in place by the next steps: a copy (a loaded array may be read-only)
             supervision.refit_average = np.array(self.coef_, dtype=np.float64)
-        supervision.n_docs_seen = self.n_docs_seen_
-        supervision.svm_steps = self.online_svm_steps_
-        supervision.refit_steps = self.online_refit_steps_
-        supervision.refit_square_norms = self.online_refit_square_norms_
-        supervision.refit_docs = self.online_refit_docs_
-        supervision.rejected = self.rejected_steps_
+        for attribute, field in ONLINE_COUNTERS.items():
+            setattr(supervision, field, getattr(self, attribute))
         return supervision
 
     def _forget_online_state(self):

@@ -157,25 +157,21 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         on the current dask.distributed client, in either mode: workers code
         their blocks (online: one slice of each per mini-batch) and return
         only the dictionary step's sums.
-    batch_size : int or "auto", default="auto"
+    batch_size : int, default=256
         Documents per mini-batch (online learning, ``fit_stream`` excepted:
-        there the batches come as given). ``"auto"``: 20 per topic, at least
-        256 and at most 2048 (256 up to K = 12, 1000 at K = 50, 2000 at
-        K = 100); measured on the training split of 20 Newsgroups, larger
-        batches at larger K gave better held-out likelihood in less time
-        (docs/quality.md, "Online learning's batch size").
+        there the batches come as given).
     learning_decay : float, default=0.51
         kappa in the weight rho_t = (``learning_offset`` + t) ** -kappa of the
         t-th batch in the running statistics; in (0.5, 1] the weights meet
         the usual conditions for stochastic approximation to converge.
     learning_offset : float, default=10.0
         tau0 in rho_t (above); larger values give early batches less weight.
-        The online defaults (learning_decay, learning_offset, topic_averaging)
-        were tuned on the training split of 20 Newsgroups at K = 50: the
-        schedule at the paper's setting (``benchmarks/results_online_tuning.md``),
+        The online defaults (batch_size, learning_decay, learning_offset,
+        topic_averaging) were tuned on the training split of 20 Newsgroups at
+        K = 50: the schedule at the paper's setting
+        (``benchmarks/results_online_tuning.md``), batch_size and
         learning_offset again at STC's defaults, by the accuracy of an SVM on
-        the codes (``benchmarks/results_online_tuning_defaults.md``); the
-        batch size by K on the same split at K = 20, 50 and 100.
+        the codes (``benchmarks/results_online_tuning_defaults.md``).
     n_passes : int, default=3
         Passes over the documents made by ``fit`` and ``fit_stream`` with
         online learning (``max_iter`` and ``tol`` apply to batch learning).
@@ -260,7 +256,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         "init": [Options("auto", "random", "nndsvd")],
         "verbose": [Interval(numbers.Integral, 0, None)],
         "learning_method": [Options("batch", "online")],
-        "batch_size": [Interval(numbers.Integral, 1, None), Options("auto")],
+        "batch_size": [Interval(numbers.Integral, 1, None)],
         "learning_decay": [Interval(numbers.Real, 0.5, 1.0, closed="right")],
         "learning_offset": [Interval(numbers.Real, 0, None)],
         "n_passes": [Interval(numbers.Integral, 1, None)],
@@ -274,7 +270,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                  loss="poisson", theta_penalty="l1", code_penalty="l1", max_iter=100, tol=1e-4,
                  inner_max_iter=50, inner_tol=1e-4, dictionary_max_iter=3,
                  sweeps_per_iteration=1, n_jobs=None, random_state=None, init="auto", verbose=0,
-                 learning_method="batch", batch_size="auto", learning_decay=0.51,
+                 learning_method="batch", batch_size=256, learning_decay=0.51,
                  learning_offset=10.0, n_passes=3, topic_averaging=0.5):
         self.n_topics = n_topics
         self.lambda_ = lambda_
@@ -374,8 +370,6 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     def _learning_options(self):
         """The parameters the learners read, as `stc.learners.LearningOptions`."""
         params = self.get_params(deep=False)
-        if params.get("batch_size") == "auto":
-            params["batch_size"] = online.auto_batch_size(self.n_topics)
         return LearningOptions(**{field.name: params[field.name]
                                   for field in fields(LearningOptions) if field.name in params})
 

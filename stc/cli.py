@@ -268,9 +268,8 @@ def _add_model_options(parser):
     online.add_argument("--learning-method", choices=("batch", "online"),
                         help="batch: the whole corpus alternated to convergence; online: "
                              f"mini-batches ({_default('learning_method')})")
-    online.add_argument("--batch-size", type=_number(int, 1, words=("auto",)), metavar="N",
-                        help="documents per mini-batch, or auto: 20 per topic within "
-                             f"[256, 2048] (STC only) ({_default('batch_size')})")
+    online.add_argument("--batch-size", type=_number(int, 1), metavar="N",
+                        help=f"documents per mini-batch ({_default('batch_size')})")
     online.add_argument("--n-passes", type=_number(int, 1), metavar="N",
                         help=f"passes over the documents ({_default('n_passes')})")
     online.add_argument("--learning-decay", type=_number(float, 0.5, low_inclusive=False),

@@ -670,13 +670,6 @@ def test_online_options_reach_the_estimator(tmp_path, svmlight_dir, newsgroups, 
     assert fitted.components_.tobytes() == expected.components_.tobytes()
 
 
-def test_auto_batch_size_reaches_stc(tmp_path, svmlight_dir):
-    path = tmp_path / "auto.model"
-    assert main(["fit", str(svmlight_dir / "train.svm"), "-o", str(path), "-q", *FAST,
-                 "--learning-method", "online", "--batch-size", "auto", "--n-passes", "1"]) == 0
-    assert stc.load(path).batch_size == "auto"
-
-
 def test_online_options_are_checked(tmp_path, svmlight_dir, capsys):
     status, _, err = run(["fit", svmlight_dir / "train.svm", "-o", tmp_path / "m",
                           "--batch-size", "0"], capsys)

@@ -9,8 +9,7 @@ from sklearn.datasets import dump_svmlight_file
 from sklearn.exceptions import ConvergenceWarning
 
 import stc.io
-from stc import STC, MedSTC
-from stc.learners.online import auto_batch_size
+from stc import STC
 from stc.coding import CodingProblem, code_new_documents
 from stc.dictionary import CorpusLayout, update_dictionary
 from stc.losses import get_loss
@@ -199,7 +198,6 @@ def test_online_progress_lines(newsgroups, capsys):
     (dict(learning_method="stochastic"), ValueError, "learning_method"),
     (dict(batch_size=0), ValueError, "batch_size"),
     (dict(batch_size=2.5), TypeError, "batch_size"),
-    (dict(batch_size="large"), ValueError, "batch_size"),
     (dict(learning_decay=0.4), ValueError, "learning_decay"),
     (dict(learning_decay=1.5), ValueError, "learning_decay"),
     (dict(learning_offset=-1.0), ValueError, "learning_offset"),
@@ -210,35 +208,6 @@ def test_online_progress_lines(newsgroups, capsys):
 def test_bad_online_parameters(newsgroups, params, error, name):
     with pytest.raises(error, match=name):
         STC(**{**SMALL, "learning_method": "online", **params}).fit(newsgroups[0].data)
-
-
-@pytest.mark.parametrize("n_topics, expected", [
-    (1, 256), (12, 256), (13, 260), (50, 1000), (100, 2000), (102, 2040), (103, 2048),
-    (1000, 2048)])
-def test_auto_batch_size_is_20_documents_per_topic_within_its_limits(n_topics, expected):
-    assert auto_batch_size(n_topics) == expected
-
-
-def test_auto_batch_size_fits_with_the_rule_s_batch_size(newsgroups):
-    """batch_size="auto" (the default) is the int of the rule: the same fit, bit for bit."""
-    X = newsgroups[0].data[:600]
-    params = dict(SMALL, n_topics=15, learning_method="online", n_passes=2)
-    auto = STC(**params).fit(X)
-    assert auto.batch_size == "auto"  # stored as given
-    explicit = STC(**params, batch_size=auto_batch_size(15)).fit(X)  # 300: two batches a pass
-    assert auto.components_.tobytes() == explicit.components_.tobytes()
-    assert auto.n_batch_iter_ == explicit.n_batch_iter_ == 4
-    # a batch of 256 (the rule below K = 13) learns other topics here
-    other = STC(**params, batch_size=256).fit(X)
-    assert other.n_batch_iter_ == 6
-    assert not np.array_equal(other.components_, auto.components_)
-
-
-def test_medstc_takes_an_int_batch_size_only(newsgroups):
-    train = newsgroups[0]
-    with pytest.raises(TypeError, match="batch_size"):
-        MedSTC(n_topics=3, learning_method="online", batch_size="auto").fit(
-            train.data[:100], train.target[:100])
 
 
 def test_online_refuses_a_loss_without_the_mm_step(newsgroups):

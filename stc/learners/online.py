@@ -19,25 +19,6 @@ from stc.online import (OnlineStatistics, TopicAverage, averaging_start, introdu
                         learn_from_batch, learning_rate)
 from stc.training import OnlineProgressPrinter, StopRequest
 
-# STC's batch_size="auto": documents per mini-batch per topic, and the range kept to.
-AUTO_BATCH_PER_TOPIC = 20
-AUTO_BATCH_LIMITS = (256, 2048)
-
-
-def auto_batch_size(n_topics):
-    """STC's ``batch_size="auto"``: 20 documents per topic, at least 256 and at most 2048.
-
-    Each batch enters every topic's running statistics, so the noise of a
-    step grows with the topics a batch's documents are spread over: on the
-    training split of 20 Newsgroups, batches of 256 documents gave worse
-    held-out likelihood at K = 50 and 100 than batches of about 20 per topic,
-    which were also faster (fewer K x N dictionary steps) and no worse in
-    accuracy or coherence (docs/quality.md, "Online learning's batch size").
-    The cap bounds a batch's word codes (its non-zeros x K doubles).
-    """
-    low, high = AUTO_BATCH_LIMITS
-    return int(min(max(AUTO_BATCH_PER_TOPIC * n_topics, low), high))
-
 
 @dataclass
 class OnlineState:

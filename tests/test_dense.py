@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stc._core._dense import dot, matvec, row_products, vecmat
+from stc._core._dense import dot, loss_augmented_argmax, matvec, row_products, vecmat
 from stc.supervised._qp import solve_simplex_qp
 
 
@@ -41,6 +41,52 @@ def test_products_are_the_same_bits_for_any_thread_count():
     one = row_products(A, B, n_jobs=1)
     assert row_products(A, B, n_jobs=2).tobytes() == one.tobytes()
     assert row_products(A, B, n_jobs=-1).tobytes() == one.tobytes()
+
+
+def reference_oracle(X, W, y_index, cost):
+    """The oracle as numpy writes it: score matrix + loss matrix, argmax, ties to the truth."""
+    rows = np.arange(X.shape[0])
+    scores = row_products(X, W)
+    delta = np.full(scores.shape, float(cost))
+    delta[rows, y_index] = 0.0
+    scores += delta
+    ybar = np.argmax(scores, axis=1)
+    hinge = scores[rows, ybar] - scores[rows, y_index]
+    tied = hinge <= 0.0
+    ybar[tied] = y_index[tied]
+    hinge[tied] = 0.0
+    return ybar, hinge
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 30), st.integers(1, 6), st.integers(0, 9), st.sampled_from([0.0, 0.5, 3.0]),
+       st.sampled_from(["none", "ties", "nan"]), st.integers(0, 2 ** 31))
+def test_fused_oracle_is_numpy_s_argmax_bit_for_bit(n, n_classes, width, cost, special, seed):
+    """Same labels and same hinge bits as the score matrix + argmax, ties and NaN included."""
+    rng = np.random.default_rng(seed)
+    X, W = rng.normal(size=(n, width)), rng.normal(size=(n_classes, width))
+    y_index = rng.integers(0, n_classes, size=n)
+    if special == "ties" and n:
+        X[rng.integers(n)] = 0.0  # every score of the row equal: the true label wins
+        W[-1] = W[0]  # two classes always tied: the first index wins
+    if special == "nan" and n and width:
+        X[rng.integers(n), 0] = np.nan  # numpy's argmax: the first NaN
+    expected = reference_oracle(X, W, y_index, cost)
+    for n_jobs in (1, 2):
+        ybar, hinge = loss_augmented_argmax(X, W, y_index, cost, n_jobs=n_jobs)
+        np.testing.assert_array_equal(ybar, expected[0])
+        assert hinge.tobytes() == expected[1].tobytes()
+        assert np.all((hinge > 0) | np.isnan(hinge) | ((hinge == 0) & (ybar == y_index)))
+
+
+def test_fused_oracle_refuses_bad_labels_and_shapes():
+    X, W = np.ones((3, 2)), np.ones((4, 2))
+    with pytest.raises(ValueError, match="y_index"):
+        loss_augmented_argmax(X, W, np.array([0, 1, 4]), 1.0)
+    with pytest.raises(ValueError, match="y_index"):
+        loss_augmented_argmax(X, W, np.array([0, 1]), 1.0)
+    with pytest.raises(ValueError, match="columns"):
+        loss_augmented_argmax(X, np.ones((4, 3)), np.array([0, 1, 2]), 1.0)
 
 
 def test_products_refuse_mismatched_shapes():

@@ -75,3 +75,67 @@ cdef double _dot(const double[::1] a, const double[::1] b) noexcept nogil:
     if a.shape[0] == 0:
         return 0.0
     return ordered_dot(&a[0], &b[0], a.shape[0])
+
+
+def loss_augmented_argmax(X, W, y_index, double cost, n_jobs=None):
+    """Most violated label and hinge of every row (the cutting-plane SVM's oracle), fused.
+
+    Row d's scores are s_c = x_d . W_c + Delta_c with Delta_c = 0 at the true
+    label y_d and ``cost`` elsewhere, each dot summed as `row_products` sums
+    it; ybar_d is the first index of the largest score (a NaN counts as the
+    largest, as in numpy's argmax) and h_d = s_ybar - s_{y_d}; where h_d <= 0
+    the row is not violated: ybar_d = y_d, h_d = 0. The same numbers, bit for
+    bit, as `row_products` + the loss matrix + numpy's argmax, without the
+    (n_rows, n_classes) score matrix or numpy's passes over it.
+    Returns (ybar as intp, hinge as float64), one entry per row.
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    W = np.ascontiguousarray(W, dtype=np.float64)
+    labels = np.ascontiguousarray(y_index, dtype=np.intp)
+    if X.ndim != 2 or W.ndim != 2 or X.shape[1] != W.shape[1] or W.shape[0] == 0:
+        raise ValueError(f"loss_augmented_argmax needs 2-D X and W with as many columns and "
+                         f"a class, got shapes {X.shape} and {W.shape}")
+    if labels.shape != (X.shape[0],) or (labels.size and (
+            labels.min() < 0 or labels.max() >= W.shape[0])):
+        raise ValueError("y_index must hold one class index in [0, n_classes) per row of X")
+    ybar = np.empty(X.shape[0], dtype=np.intp)
+    hinge = np.empty(X.shape[0], dtype=np.float64)
+    _loss_augmented_argmax(X, W, labels, cost, ybar, hinge, resolve_n_jobs(n_jobs))
+    return ybar, hinge
+
+
+cdef void _loss_augmented_argmax(const double[:, ::1] X, const double[:, ::1] W,
+                                 const Py_ssize_t[::1] labels, double cost,
+                                 Py_ssize_t[::1] ybar, double[::1] hinge,
+                                 int n_threads) noexcept nogil:
+    cdef Py_ssize_t d, c, y, best_c, n_rows = X.shape[0], n_classes = W.shape[0]
+    cdef Py_ssize_t width = X.shape[1]
+    cdef double best, score, true_score, h
+    for d in prange(n_rows, schedule="static", num_threads=n_threads):
+        y = labels[d]
+        true_score = _score(X, W, d, y, width) + 0.0  # + Delta at the true label
+        best_c = 0
+        best = _score(X, W, d, 0, width) + (0.0 if y == 0 else cost)
+        if best == best:
+            for c in range(1, n_classes):
+                score = _score(X, W, d, c, width) + (0.0 if c == y else cost)
+                if score != score:  # numpy's argmax: the first NaN
+                    best_c = c
+                    best = score
+                    break
+                if score > best:
+                    best_c = c
+                    best = score
+        h = best - true_score
+        if h <= 0.0:
+            best_c = y
+            h = 0.0
+        ybar[d] = best_c
+        hinge[d] = h
+
+
+cdef inline double _score(const double[:, ::1] X, const double[:, ::1] W, Py_ssize_t d,
+                          Py_ssize_t c, Py_ssize_t width) noexcept nogil:
+    if width == 0:
+        return 0.0
+    return ordered_dot(&X[d, 0], &W[c, 0], width)

@@ -61,7 +61,7 @@ from stc.distributed import slice_rows
 from stc.learners.online import rows_of
 from stc.supervised.online import code_labelled_batch, joint_step, refit_step
 from stc.supervised.steps import HingeTerm, ShiftedMeanCodingStep
-from stc.supervised.svm import CuttingPlaneSVM, _build_cuts, _loss_matrix, _oracle
+from stc.supervised.svm import CuttingPlaneSVM, _build_cuts, _oracle
 from stc.training import TrainingState, count_capped
 
 # The document codes the SVM is trained on: those of the loop, or the refit's label-free ones.
@@ -76,10 +76,9 @@ class PartitionLabels:
         self.hinge = HingeTerm(C, cost, y_index, n_docs)
         self.coding = ShiftedMeanCodingStep(problem, self.hinge, y_index.shape[0], n_jobs,
                                             sweeps)
-        # s_d of the averaged hinge (1 / D, D the whole corpus's) and Delta, as the
-        # in-memory SVM builds them for all documents
+        # s_d of the averaged hinge (1 / D, D the whole corpus's), as the in-memory SVM
+        # builds them for all documents
         self.weights = np.full(y_index.shape[0], 1.0 / n_docs)
-        self.delta = _loss_matrix(y_index, n_classes, cost)
         self.refit_theta = None
         # the partition's part of each labelling of the SVM's working sets, by key
         self.labellings = {JOINT: {}, REFIT: {}}
@@ -125,8 +124,7 @@ def _most_violated(partition, which, W, key):
     """
     labels = partition.supervised
     theta = _svm_codes(partition, which)
-    ybar, hinge = _oracle(W.reshape(labels.n_classes, -1), theta, labels.y_index, labels.cost,
-                          labels.delta)
+    ybar, hinge = _oracle(W.reshape(labels.n_classes, -1), theta, labels.y_index, labels.cost)
     kept = labels.labellings[which]
     same = {k for k, labelling in kept.items() if np.array_equal(labelling, ybar)}
     kept[key] = ybar.astype(np.int32)
@@ -161,7 +159,7 @@ def _hinge_sums(partition, which, coefs):
     theta = _svm_codes(partition, which)
     out = []
     for W in coefs:
-        hinge = _oracle(W, theta, labels.y_index, labels.cost, labels.delta)[1]
+        hinge = _oracle(W, theta, labels.y_index, labels.cost)[1]
         correct = np.argmax(row_products(theta, W), axis=1) == labels.y_index
         out.append((float(np.sum(hinge)), int(np.count_nonzero(correct))))
     return out

@@ -106,7 +106,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from stc._core._dense import dot, matvec, row_products, vecmat
+from stc._core._dense import dot, loss_augmented_argmax, matvec, row_products, vecmat
 from stc._core._simplex import project_onto_simplex
 from stc.supervised._qp import solve_simplex_qp
 from stc._validation import InstanceOf, Interval, validate_params
@@ -173,33 +173,16 @@ def _normalised_weights(sample_weight, n_samples):
     return s / total
 
 
-def _loss_matrix(y_index, n_classes, cost):
-    """``Delta`` as a dense (n_samples, n_classes) matrix: 0 at y_d, cost elsewhere."""
-    delta = np.full((y_index.shape[0], n_classes), float(cost))
-    delta[np.arange(y_index.shape[0]), y_index] = 0.0
-    return delta
-
-
-def _oracle(W, X, y_index, cost, delta=None):
-    """Loss-augmented argmax and per-row hinge, one vectorised pass.
+def _oracle(W, X, y_index, cost):
+    """Loss-augmented argmax and per-row hinge, one compiled pass over the rows.
 
     Returns ``ybar`` (ties resolved in favour of the true label, so that a
     row contributes to a cut only when it is strictly violated) and
-    ``h_d = max_y [Delta(y_d, y) + W_y.x_d] - W_{y_d}.x_d >= 0``.  ``delta``
-    is an optional precomputed ``_loss_matrix``.
+    ``h_d = max_y [Delta(y_d, y) + W_y.x_d] - W_{y_d}.x_d >= 0``
+    (`stc._core._dense.loss_augmented_argmax`: each score summed in a fixed
+    order, no (n_samples, n_classes) matrix).
     """
-    if delta is None:
-        delta = _loss_matrix(y_index, W.shape[0], cost)
-    rows = np.arange(X.shape[0])
-    scores = row_products(X, W)
-    scores += delta
-    true_score = scores[rows, y_index]
-    ybar = np.argmax(scores, axis=1)
-    hinge = scores[rows, ybar] - true_score
-    tied = hinge <= 0.0
-    ybar[tied] = y_index[tied]
-    hinge[tied] = 0.0
-    return ybar, hinge
+    return loss_augmented_argmax(X, W, y_index, cost)
 
 
 def loss_augmented_predict(W, X, y_index, cost):
@@ -396,9 +379,6 @@ class _Problem:
     C: float
     cost: float
 
-    def __post_init__(self):
-        self.delta = _loss_matrix(self.y_index, self.n_classes, self.cost)
-
     @property
     def n_dims(self):
         return self.n_classes * self.X.shape[1]
@@ -422,7 +402,7 @@ class _Problem:
     def most_violated(self, W):
         """The loss-augmented labelling at ``W``, and the averaged hinge R_h(W)."""
         ybar, hinge_d = _oracle(W.reshape(self.n_classes, -1), self.X, self.y_index,
-                                self.cost, self.delta)
+                                self.cost)
         return ybar, dot(self.s, hinge_d)
 
 

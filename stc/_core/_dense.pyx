@@ -111,31 +111,27 @@ cdef void _loss_augmented_argmax(const double[:, ::1] X, const double[:, ::1] W,
     cdef Py_ssize_t d, c, y, best_c, n_rows = X.shape[0], n_classes = W.shape[0]
     cdef Py_ssize_t width = X.shape[1]
     cdef double best, score, true_score, h
+    cdef bint found_nan
     for d in prange(n_rows, schedule="static", num_threads=n_threads):
         y = labels[d]
-        true_score = _score(X, W, d, y, width) + 0.0  # + Delta at the true label
         best_c = 0
-        best = _score(X, W, d, 0, width) + (0.0 if y == 0 else cost)
-        if best == best:
-            for c in range(1, n_classes):
-                score = _score(X, W, d, c, width) + (0.0 if c == y else cost)
-                if score != score:  # numpy's argmax: the first NaN
-                    best_c = c
-                    best = score
-                    break
-                if score > best:
-                    best_c = c
-                    best = score
+        best = 0.0
+        true_score = 0.0
+        found_nan = False
+        for c in range(n_classes):
+            score = (ordered_dot(&X[d, 0], &W[c, 0], width) if width else 0.0) + (
+                0.0 if c == y else cost)
+            if c == y:
+                true_score = score
+            if found_nan:
+                continue  # numpy's argmax: the first NaN is the answer
+            if score != score:
+                best_c, best, found_nan = c, score, True
+            elif c == 0 or score > best:
+                best_c, best = c, score
         h = best - true_score
         if h <= 0.0:
             best_c = y
             h = 0.0
         ybar[d] = best_c
         hinge[d] = h
-
-
-cdef inline double _score(const double[:, ::1] X, const double[:, ::1] W, Py_ssize_t d,
-                          Py_ssize_t c, Py_ssize_t width) noexcept nogil:
-    if width == 0:
-        return 0.0
-    return ordered_dot(&X[d, 0], &W[c, 0], width)

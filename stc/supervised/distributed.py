@@ -55,13 +55,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from stc._core._dense import dot, row_products
+from stc._core._dense import dot, loss_augmented_argmax, row_products
 from stc.coding import code_known_terms
 from stc.distributed import slice_rows
 from stc.learners.online import rows_of
 from stc.supervised.online import code_labelled_batch, joint_step, refit_step
 from stc.supervised.steps import HingeTerm, ShiftedMeanCodingStep
-from stc.supervised.svm import CuttingPlaneSVM, _build_cuts, _oracle
+from stc.supervised.svm import CuttingPlaneSVM, _build_cuts
 from stc.training import TrainingState, count_capped
 
 # The document codes the SVM is trained on: those of the loop, or the refit's label-free ones.
@@ -124,7 +124,8 @@ def _most_violated(partition, which, W, key):
     """
     labels = partition.supervised
     theta = _svm_codes(partition, which)
-    ybar, hinge = _oracle(W.reshape(labels.n_classes, -1), theta, labels.y_index, labels.cost)
+    ybar, hinge = loss_augmented_argmax(theta, W.reshape(labels.n_classes, -1),
+                                        labels.y_index, labels.cost)
     kept = labels.labellings[which]
     same = {k for k, labelling in kept.items() if np.array_equal(labelling, ybar)}
     kept[key] = ybar.astype(np.int32)
@@ -159,7 +160,7 @@ def _hinge_sums(partition, which, coefs):
     theta = _svm_codes(partition, which)
     out = []
     for W in coefs:
-        hinge = _oracle(W, theta, labels.y_index, labels.cost)[1]
+        hinge = loss_augmented_argmax(theta, W, labels.y_index, labels.cost)[1]
         correct = np.argmax(row_products(theta, W), axis=1) == labels.y_index
         out.append((float(np.sum(hinge)), int(np.count_nonzero(correct))))
     return out

@@ -173,18 +173,6 @@ def _normalised_weights(sample_weight, n_samples):
     return s / total
 
 
-def _oracle(W, X, y_index, cost):
-    """Loss-augmented argmax and per-row hinge, one compiled pass over the rows.
-
-    Returns ``ybar`` (ties resolved in favour of the true label, so that a
-    row contributes to a cut only when it is strictly violated) and
-    ``h_d = max_y [Delta(y_d, y) + W_y.x_d] - W_{y_d}.x_d >= 0``
-    (`stc._core._dense.loss_augmented_argmax`: each score summed in a fixed
-    order, no (n_samples, n_classes) matrix).
-    """
-    return loss_augmented_argmax(X, W, y_index, cost)
-
-
 def loss_augmented_predict(W, X, y_index, cost):
     """Most violated label per row: ``argmax_y Delta(y_d, y) + W_y . x_d``.
 
@@ -201,19 +189,19 @@ def loss_augmented_predict(W, X, y_index, cost):
         of the true label, otherwise towards the smallest class index.
     """
     W, X, y_index = _check_problem(W, X, y_index)
-    return _oracle(W, X, y_index, float(cost))[0]
+    return loss_augmented_argmax(X, W, y_index, float(cost))[0]
 
 
 def loss_augmented_hinges(W, X, y_index, cost):
     """`loss_augmented_predict` and `sample_hinges` of one pass: (ybar, hinge per row)."""
     W, X, y_index = _check_problem(W, X, y_index)
-    return _oracle(W, X, y_index, float(cost))
+    return loss_augmented_argmax(X, W, y_index, float(cost))
 
 
 def sample_hinges(W, X, y_index, cost):
     """Per-row hinge ``max_y [Delta(y_d, y) + W_y.x_d - W_{y_d}.x_d]`` (>= 0), shape (n_samples,)."""
     W, X, y_index = _check_problem(W, X, y_index)
-    return _oracle(W, X, y_index, float(cost))[1]
+    return loss_augmented_argmax(X, W, y_index, float(cost))[1]
 
 
 def multiclass_hinge(W, X, y_index, cost, sample_weight=None):
@@ -225,7 +213,7 @@ def multiclass_hinge(W, X, y_index, cost, sample_weight=None):
     """
     W, X, y_index = _check_problem(W, X, y_index)
     s = _normalised_weights(sample_weight, X.shape[0])
-    hinge = _oracle(W, X, y_index, float(cost))[1]
+    hinge = loss_augmented_argmax(X, W, y_index, float(cost))[1]
     if s is None:
         return float(hinge.mean()) if hinge.size else 0.0
     return dot(s, hinge)
@@ -401,8 +389,8 @@ class _Problem:
 
     def most_violated(self, W):
         """The loss-augmented labelling at ``W``, and the averaged hinge R_h(W)."""
-        ybar, hinge_d = _oracle(W.reshape(self.n_classes, -1), self.X, self.y_index,
-                                self.cost)
+        ybar, hinge_d = loss_augmented_argmax(self.X, W.reshape(self.n_classes, -1),
+                                              self.y_index, self.cost)
         return ybar, dot(self.s, hinge_d)
 
 

@@ -26,7 +26,8 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # at K >= 50).
 PAPER_STC = dict(rho=0.01, rho_units="absolute", theta_penalty="l2",
                  sweeps_per_iteration=None, init="random")
-PAPER_MEDSTC = dict(rho=0.01, rho_units="absolute", sweeps_per_iteration=None, init="random")
+PAPER_MEDSTC = dict(rho=0.01, rho_units="absolute", sweeps_per_iteration=None, tol=1e-4,
+                    init="random")
 # The full corpus sits beside the repository: ../shared/data/20news from its root.
 CORPUS_FROM_ROOT = os.path.join("..", "shared", "data", "20news")
 

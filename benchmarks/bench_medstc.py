@@ -422,10 +422,12 @@ def main(argv=None):
     # MedSTC's own defaults (the cross-validated ones), unless overridden here; rho and its
     # units are the paper's, with which results_medstc.md was measured.
     defaults = MedSTC().get_params()
-    for flag, key in (("--C", "C"), ("--cost", "cost"), ("--lambda", "lambda_"),
-                      ("--tol", "tol")):
+    for flag, key in (("--C", "C"), ("--cost", "cost"), ("--lambda", "lambda_")):
         parser.add_argument(flag, dest=key, type=float, default=float(defaults[key]),
                             help=f"MedSTC {key} (default {defaults[key]:g}, the estimator's)")
+    parser.add_argument("--tol", type=float, default=PAPER_MEDSTC["tol"],
+                        help=f"MedSTC tol (default {PAPER_MEDSTC['tol']:g}, the estimator's "
+                             "before its own default, with which results_medstc.md was measured)")
     parser.add_argument("--rho", type=float, default=PAPER_MEDSTC["rho"],
                         help=f"MedSTC rho (default {PAPER_MEDSTC['rho']:g}, the paper's)")
     parser.add_argument("--rho-units", dest="rho_units", choices=("absolute", "relative"),

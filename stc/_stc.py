@@ -387,6 +387,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             check_dask_loss(loss)
             client = current_client()
             self._forget_online_state()
+            self._forget_vocabulary()
             # w_bar is the whole array's, which only the partitions know: the learner
             # builds the coding problem once it has gathered it
             fitted = learner.learn(self._coding_problem, X, self._learning_options(),
@@ -402,8 +403,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             check_training_corpus(X)
             problem = self._set_count_scale(X)
             self._forget_online_state()
-            if not online_learning:
-                self._forget_vocabulary()
+            self._forget_vocabulary()
             fitted = learner.learn(problem, X, self._learning_options())
         self._store_fitted(fitted)
         self.fit_time_ = time.perf_counter() - start
@@ -422,7 +422,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     def _forget_vocabulary(self):
         # A vocabulary from an earlier fit (set by stc.load or the command line)
-        # does not describe the new data.
+        # does not describe the new data. Every fresh start (fit, fit_stream, batch,
+        # online or Dask) forgets it; partial_fit continues the model and keeps it.
         for stale in ("vocabulary_", "text_options_"):
             self.__dict__.pop(stale, None)
 
@@ -492,6 +493,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             if hasattr(self, name):
                 delattr(self, name)
         self._forget_online_state()
+        self._forget_vocabulary()
         first = True
 
         def validated_batches():

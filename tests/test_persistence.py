@@ -373,3 +373,43 @@ def test_a_random_state_object_is_stored_as_none(tmp_path, newsgroups):
     model.set_params(random_state=np.int64(7))  # a numpy integer is stored as an int
     model.save(tmp_path / "m.stc")
     assert stc.load(tmp_path / "m.stc").random_state == 7
+
+
+FRESH_STARTS = {
+    "STC fit (batch)": lambda m, X, y: m.fit(X),
+    "STC fit (online)": lambda m, X, y: m.set_params(learning_method="online", n_passes=1).fit(X),
+    "STC fit_stream": lambda m, X, y: m.set_params(n_passes=1).fit_stream([X[:100], X[100:]]),
+    "MedSTC fit (batch)": lambda m, X, y: m.fit(X, y),
+    "MedSTC fit (online)": lambda m, X, y: m.set_params(learning_method="online",
+                                                        n_passes=1).fit(X, y),
+    "MedSTC fit_stream": lambda m, X, y: m.set_params(n_passes=1).fit_stream(
+        [(X[:100], y[:100]), (X[100:], y[100:])], classes=np.unique(y)),
+}
+
+
+@pytest.mark.parametrize("how", sorted(FRESH_STARTS))
+def test_a_fresh_fit_of_a_loaded_model_forgets_its_vocabulary(how, tmp_path, newsgroups):
+    """fit and fit_stream start afresh, so the file's vocabulary no longer names the columns
+    (saving would store it with topics it does not describe); partial_fit continues."""
+    train, _ = newsgroups
+    X, y = train.data[::9], train.target[::9]  # the corpus is sorted by class
+    estimator = MedSTC if how.startswith("MedSTC") else STC
+    path = tmp_path / "model.stc"
+    first = estimator(n_topics=3, max_iter=2, random_state=0)
+    (first.fit(X, y) if estimator is MedSTC else first.fit(X)).save(
+        path, vocabulary=train.vocabulary)
+    loaded = stc.load(path)
+    assert list(loaded.vocabulary_) == list(train.vocabulary)
+    FRESH_STARTS[how](loaded, X, y)
+    assert not hasattr(loaded, "vocabulary_") and not hasattr(loaded, "text_options_")
+
+
+def test_partial_fit_of_a_loaded_model_keeps_its_vocabulary(tmp_path, newsgroups):
+    train, _ = newsgroups
+    X = train.data[:200]
+    path = tmp_path / "model.stc"
+    STC(n_topics=3, learning_method="online", random_state=0).partial_fit(X).save(
+        path, vocabulary=train.vocabulary)
+    loaded = stc.load(path)
+    loaded.partial_fit(train.data[200:300])
+    assert list(loaded.vocabulary_) == list(train.vocabulary)

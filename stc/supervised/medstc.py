@@ -359,6 +359,7 @@ class MedSTC(ClassifierMixin, STC):
         encoder, y_index = self._dask_labels(X, y)
         client = current_client()
         self._forget_online_state()
+        self._forget_vocabulary()
         supervision = self._new_supervision(encoder.classes_.size)
         labels = DaskOnlineLabels(y_index, supervision, self.n_jobs)
         fitted = dask_online.learn(self._coding_problem, X, self._learning_options(),
@@ -464,6 +465,7 @@ class MedSTC(ClassifierMixin, STC):
         problem = self._set_count_scale(X)
         encoder, y_index = self._encoded_labels(y, X.shape[0])
         self._forget_online_state()
+        self._forget_vocabulary()
         supervision = self._new_supervision(encoder.classes_.size)
         if supervision.total_samples is None:  # D of (4): the training documents
             supervision.total_samples = X.shape[0]
@@ -651,6 +653,7 @@ class MedSTC(ClassifierMixin, STC):
         for name in ("components_", "n_features_in_"):
             self.__dict__.pop(name, None)
         self._forget_online_state()
+        self._forget_vocabulary()
         first = True
 
         def validated_batches():

@@ -386,8 +386,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         if distributed:
             check_dask_loss(loss)
             client = current_client()
-            self._forget_online_state()
-            self._forget_vocabulary()
+            self._forget_earlier_fit()
             # w_bar is the whole array's, which only the partitions know: the learner
             # builds the coding problem once it has gathered it
             fitted = learner.learn(self._coding_problem, X, self._learning_options(),
@@ -402,8 +401,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             X = self._validate_X(X, reset=True, loss=loss, copy=not online_learning)
             check_training_corpus(X)
             problem = self._set_count_scale(X)
-            self._forget_online_state()
-            self._forget_vocabulary()
+            self._forget_earlier_fit()
             fitted = learner.learn(problem, X, self._learning_options())
         self._store_fitted(fitted)
         self.fit_time_ = time.perf_counter() - start
@@ -420,10 +418,12 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.interrupted_ = fitted.interrupted
         warn_if_unfinished(self, fitted.converged, fitted.interrupted, fitted.capped_documents)
 
-    def _forget_vocabulary(self):
-        # A vocabulary from an earlier fit (set by stc.load or the command line)
-        # does not describe the new data. Every fresh start (fit, fit_stream, batch,
-        # online or Dask) forgets it; partial_fit continues the model and keeps it.
+    def _forget_earlier_fit(self):
+        # Every fresh start (fit, fit_stream; batch, online or Dask) drops the online
+        # state and the vocabulary of an earlier fit or model file (set by stc.load or
+        # the command line), which does not describe the new data. partial_fit continues
+        # a model and keeps both.
+        self._forget_online_state()
         for stale in ("vocabulary_", "text_options_"):
             self.__dict__.pop(stale, None)
 
@@ -492,8 +492,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         for name in ("components_", "n_features_in_"):
             if hasattr(self, name):
                 delattr(self, name)
-        self._forget_online_state()
-        self._forget_vocabulary()
+        self._forget_earlier_fit()
         first = True
 
         def validated_batches():

@@ -300,11 +300,10 @@ class MedSTC(ClassifierMixin, STC):
         check_training_corpus(X)
         problem = self._set_count_scale(X)
         encoder, y_index = self._encoded_labels(y, X.shape[0])
-        self._forget_online_state()
+        self._forget_earlier_fit()
         svm_step = SVMStep(self.C, self.cost, self.svm_tol, self.svm_max_iter, y_index)
         coding_step = ShiftedMeanCodingStep(problem, svm_step, X.shape[0], self.n_jobs,
                                             self.sweeps_per_iteration)
-        self._forget_vocabulary()
         self._store_fitted(batch.learn(problem, X, self._learning_options(),
                                        coding_step=coding_step, extra_step=svm_step,
                                        describe=coding_step.describe))
@@ -327,8 +326,7 @@ class MedSTC(ClassifierMixin, STC):
         supervision = DaskSupervision(y_index, encoder.classes_.size, self.C, self.cost,
                                       self.svm_tol, self.svm_max_iter, self.n_jobs,
                                       self.sweeps_per_iteration)
-        self._forget_vocabulary()
-        self._forget_online_state()
+        self._forget_earlier_fit()
         fitted = dask_batch.learn(self._coding_problem, X, self._learning_options(),
                                   client=client, loss=loss, steps=supervision)
         self.n_features_in_ = X.shape[1]
@@ -358,8 +356,7 @@ class MedSTC(ClassifierMixin, STC):
         check_dask_loss(loss)
         encoder, y_index = self._dask_labels(X, y)
         client = current_client()
-        self._forget_online_state()
-        self._forget_vocabulary()
+        self._forget_earlier_fit()
         supervision = self._new_supervision(encoder.classes_.size)
         labels = DaskOnlineLabels(y_index, supervision, self.n_jobs)
         fitted = dask_online.learn(self._coding_problem, X, self._learning_options(),
@@ -464,8 +461,7 @@ class MedSTC(ClassifierMixin, STC):
         check_training_corpus(X)
         problem = self._set_count_scale(X)
         encoder, y_index = self._encoded_labels(y, X.shape[0])
-        self._forget_online_state()
-        self._forget_vocabulary()
+        self._forget_earlier_fit()
         supervision = self._new_supervision(encoder.classes_.size)
         if supervision.total_samples is None:  # D of (4): the training documents
             supervision.total_samples = X.shape[0]
@@ -652,8 +648,7 @@ class MedSTC(ClassifierMixin, STC):
                             "n_passes=1")
         for name in ("components_", "n_features_in_"):
             self.__dict__.pop(name, None)
-        self._forget_online_state()
-        self._forget_vocabulary()
+        self._forget_earlier_fit()
         first = True
 
         def validated_batches():

@@ -71,6 +71,7 @@ class CodingResult(NamedTuple):
     start_objective: np.ndarray  # objective at the codes the call started from
     start_loss: np.ndarray       # its loss part
     means: np.ndarray            # s_j . beta[:, n_j] for every stored entry j of X
+    start_means: np.ndarray = None  # the same at the start codes (``keep_start_means``)
 
     def word_code_updates(self, X):
         """Word-code updates made per document (each pass updates every word once)."""
@@ -123,7 +124,7 @@ def start_value_in_domain(loss, X, beta, value=1.0):
 
 
 def code_documents(problem, X, beta, codes, theta, *, theta_linear=None, active=None,
-                   n_jobs=None, with_start=True):
+                   n_jobs=None, with_start=True, keep_start_means=False):
     """Code every document of CSR ``X`` in place, warm-started from ``codes`` and ``theta``.
 
     ``codes`` (nnz, K) and ``theta`` (n_docs, K) are updated in place.
@@ -134,8 +135,11 @@ def code_documents(problem, X, beta, codes, theta, *, theta_linear=None, active=
     Returns a `CodingResult`. ``with_start=False`` says the caller does not
     need the objective at the start codes: a call of one sweep then skips it
     (about 8 % of a warm sweep at K = 50) and its start values are NaN.
+    ``keep_start_means`` also returns the means of the start codes
+    (``start_means``; the kernel computes them anyway).
     """
     means = np.zeros(X.nnz, dtype=np.float64)
+    start_means = np.empty(X.nnz, dtype=np.float64) if keep_start_means else None
     if theta_linear is not None:
         theta_linear = np.ascontiguousarray(theta_linear, dtype=np.float64)
     if active is not None:
@@ -146,11 +150,14 @@ def code_documents(problem, X, beta, codes, theta, *, theta_linear=None, active=
     if loss.runs_in_kernel:
         arrays = _coding.code_documents(
             loss, problem.params, X.indptr, X.indices, X.data, beta, codes, theta, means,
-            theta_linear, None if active is None else active.view(np.uint8), n_jobs, with_start)
+            theta_linear, None if active is None else active.view(np.uint8), n_jobs, with_start,
+            start_means)
     else:
+        if keep_start_means:
+            start_means[:] = np.sum(codes * beta.T[X.indices], axis=1)
         arrays = numpy_coding.code_documents(loss, problem.params, X, beta, codes, theta, means,
                                              theta_linear, active)
-    result = _result(arrays, means, loss, X)
+    result = _result(arrays, means, loss, X)._replace(start_means=start_means)
     if not with_start and problem.max_iter == 1:  # the same for both paths
         result = result._replace(start_objective=np.full(X.shape[0], np.nan),
                                  start_loss=np.full(X.shape[0], np.nan))

@@ -99,6 +99,97 @@ def test_bad_labels_are_refused(corpus):
         MedSTC(n_topics=2, C=0.0).fit(X, y)
 
 
+def _segment_problem(X, K, seed):
+    """Random topics, old and new codes (some word codes zero) and their ends' values."""
+    from stc.coding import document_objectives
+    from stc.supervised.steps import SegmentEnd
+
+    rng = np.random.default_rng(seed)
+    beta = rng.dirichlet(np.ones(X.shape[1]), K)
+    old = (rng.uniform(0, 2, (X.nnz, K)), rng.uniform(0, 2, (X.shape[0], K)))
+    new = (rng.uniform(0, 2, (X.nnz, K)), rng.uniform(0, 2, (X.shape[0], K)))
+    new[0][rng.random(new[0].shape) < 0.3] = 0.0
+    new[0][:, 0] += 0.1  # every mean positive: finite ends
+
+    def end(problem, codes, theta):
+        objective, loss = document_objectives(problem, X, beta, codes, theta)
+        return SegmentEnd(objective, loss, np.sum(codes * beta.T[X.indices], axis=1))
+
+    return beta, old, new, end
+
+
+@pytest.mark.parametrize("theta_pen, code_pen", [("l1", "l1"), ("l2", "l2"), ("l2", "l1")])
+def test_segment_screen_estimates_the_exact_objective_and_keeps_every_acceptable_row(
+        corpus, theta_pen, code_pen):
+    """Means linear in t and a quadratic penalty: the screen's estimate is objective (2) along
+    the segment (to rounding), and it never drops a row whose exact value meets the bound."""
+    from stc.coding import segment_objectives
+    from stc.supervised.steps import SegmentScreen
+
+    X = as_csr(corpus[0][:80])
+    beta, old, new, end = _segment_problem(X, 5, 11)
+    problem = CodingProblem(PoissonLoss(), 0.2, 0.3, 0.05, theta_pen, code_pen)
+    old_end, new_end = end(problem, *old), end(problem, *new)
+    rows = np.arange(X.shape[0], dtype=np.intp)
+    screen = SegmentScreen(problem, X, old, new, old_end, new_end, rows)
+    for step in (0.125, 0.3, 0.5, 1.0):
+        exact, _ = segment_objectives(problem, X, beta, *old[:1], new[0], old[1], new[1], rows,
+                                      np.full(rows.size, step))
+        # bounds at the exact values, just above and just below them
+        assert screen.may_lower(rows, step, np.zeros(rows.size), exact).all()
+        assert screen.may_lower(rows, step, np.zeros(rows.size), exact * (1 + 1e-6)).all()
+        assert not screen.may_lower(rows, step, np.zeros(rows.size), exact * (1 - 1e-6)).any()
+        # the estimate itself: the bound where the screen's answer flips
+        low, high = exact * (1 - 1e-11), exact * (1 + 1e-11)
+        assert screen.may_lower(rows, step, np.zeros(rows.size), high).all()
+        assert not screen.may_lower(rows, step, np.zeros(rows.size), low - 1e-8 * exact).any()
+
+
+def test_halvings_take_the_same_steps_with_and_without_the_screen(corpus, monkeypatch):
+    """The screen only skips exact evaluations: same steps, same objective bits."""
+    from stc.supervised import steps as steps_module
+
+    X = as_csr(corpus[0][:120])
+    beta, old, new, end = _segment_problem(X, 4, 5)
+    problem = CodingProblem(PoissonLoss(), 0.2, 0.3, 0.05)
+    old_end, new_end = end(problem, *old), end(problem, *new)
+    rng = np.random.default_rng(0)
+    hinge = rng.uniform(0, 1, X.shape[0])
+
+    def hinge_share(theta_rows, rows):
+        return hinge[rows] * theta_rows.sum(axis=1)
+
+    # Each document's bound is exactly its value at a drawn trial step (a tie, which the
+    # rule accepts), or below all of them: every outcome occurs, ties included.
+    rows = np.arange(X.shape[0], dtype=np.intp)
+    values = []
+    for step in (0.5, 0.25, 0.125):
+        trial, _ = steps_module.segment_objectives(problem, X, beta, old[0], new[0], old[1],
+                                                   new[1], rows, np.full(rows.size, step))
+        values.append(trial + hinge_share(old[1] + step * (new[1] - old[1]), rows))
+    values = np.array(values)
+    target = rng.integers(0, 4, X.shape[0])
+    old_total = np.where(target < 3, values[np.minimum(target, 2), rows], values.min(axis=0) - 1)
+
+    def halve(screened):
+        pending = np.ones(X.shape[0], dtype=bool)
+        ends = (old_end, new_end) if screened else (old_end._replace(means=None), new_end)
+        return steps_module.halve_rejected_steps(problem, X, beta, old, new, *ends, old_total,
+                                                 pending, hinge_share) + (pending,)
+
+    evaluated = []
+    real = steps_module.segment_objectives
+    monkeypatch.setattr(steps_module, "segment_objectives",
+                        lambda *a, **k: evaluated.append(a[7].size) or real(*a, **k))
+    with_screen, without = halve(True), halve(False)
+    screened_calls, all_calls = evaluated[:len(evaluated) // 2], evaluated[len(evaluated) // 2:]
+    for a, b in zip(with_screen, without):
+        assert a.tobytes() == b.tobytes()
+    taken = with_screen[0]
+    assert {0.0, 0.5, 0.25, 0.125} <= set(taken)  # every outcome occurs
+    assert sum(screened_calls) == np.count_nonzero(taken > 0) < sum(all_calls)
+
+
 def test_segment_objectives_match_the_objective_at_formed_codes(corpus):
     """The safeguard's compiled evaluation at old + t (new - old) equals objective (2) there."""
     from stc._core._coding import move_along_segments

@@ -540,12 +540,14 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d, const int[::1] indp
                             const double[:, ::1] beta_t, double[:, ::1] codes, bint has_codes,
                             bint warm, double[:, ::1] theta, double[::1] means, double* work,
                             const double* linear, const CodingParams* p, int max_iter,
-                            bint with_start, DocumentResult* out) noexcept nogil:
+                            bint with_start, double* start_means,
+                            DocumentResult* out) noexcept nogil:
     """Code document d, from its stored codes (``warm``) or from its common start value.
 
     ``work`` holds at least (2 K + 1) n_words doubles: the word codes s and the
     topic weights b of the document's words, both topic by topic, and
-    scratch for one topic's word curvatures.
+    scratch for one topic's word curvatures. ``start_means``, if not NULL,
+    receives the exact means of the start codes (the corpus's nnz entries).
     """
     cdef Py_ssize_t start = indptr[d], end = indptr[d + 1]
     cdef Py_ssize_t n_topics = beta_t.shape[1], n_words = end - start, i, k
@@ -580,6 +582,9 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d, const int[::1] indp
                 s[k * n_words + i] = start_value
             theta_d[k] = start_value
     exact_means(s, b, n_words, n_topics, m)
+    if start_means != NULL:
+        for i in range(n_words):
+            start_means[start + i] = m[i]
     sweep_document(loss, n_words, n_topics, y, b, s, m, scratch, theta_d, linear, p, max_iter,
                    with_start, out)
     if out.failure.kind != FAILURE_NONE:
@@ -595,7 +600,7 @@ cdef tuple code_corpus(CompiledLoss loss, CodingParams params, const int[::1] in
                        const int[::1] indices, const double[::1] data,
                        const double[:, ::1] beta, codes, double[:, ::1] theta,
                        double[::1] means, theta_linear, active, bint warm, bint with_start,
-                       n_jobs):
+                       start_means, n_jobs):
     """Code every document in parallel; the shared body of the two entry points below.
 
     Returns the per-document arrays and, last, None or a dict describing where
@@ -626,6 +631,8 @@ cdef tuple code_corpus(CompiledLoss loss, CodingParams params, const int[::1] in
     cdef bint has_codes = codes is not None
     cdef bint some_inactive = active is not None
     cdef const unsigned char[::1] active_v
+    cdef double[::1] start_means_v
+    cdef bint has_start_means = start_means is not None
     cdef DocumentResult* result
     if some_inactive:
         active_v = active
@@ -633,6 +640,9 @@ cdef tuple code_corpus(CompiledLoss loss, CodingParams params, const int[::1] in
             raise ValueError(f"active must have one entry per document ({n_docs})")
     linear_v = theta_linear if has_linear else np.zeros((1, n_topics), dtype=np.float64)
     codes_v = codes if has_codes else np.zeros((1, n_topics), dtype=np.float64)
+    start_means_v = start_means if has_start_means else np.zeros(1, dtype=np.float64)
+    if has_start_means and start_means_v.shape[0] != means.shape[0]:
+        raise ValueError(f"start_means must have one entry per stored entry ({means.shape[0]})")
     longest = int(np.max(np.diff(indptr))) if n_docs > 0 else 0
     cdef size_t work_size = (2 * n_topics + 1) * max(longest, 1) * sizeof(double)
     cdef double* work
@@ -653,7 +663,8 @@ cdef tuple code_corpus(CompiledLoss loss, CodingParams params, const int[::1] in
                                   warm, theta, means, work,
                                   &linear_v[d, 0] if has_linear else NULL, &params,
                                   params.max_iter if not some_inactive or active_v[d] else 0,
-                                  with_start, result)
+                                  with_start, &start_means_v[0] if has_start_means else NULL,
+                                  result)
                 objective_v[d] = result[0].objective
                 loss_v[d] = result[0].loss_part
                 start_v[d, 0] = result[0].start_objective
@@ -689,7 +700,8 @@ cdef tuple code_corpus(CompiledLoss loss, CodingParams params, const int[::1] in
 def code_documents(CompiledLoss loss, CodingParams params, const int[::1] indptr,
                    const int[::1] indices, const double[::1] data, const double[:, ::1] beta,
                    double[:, ::1] codes, double[:, ::1] theta, double[::1] means,
-                   theta_linear=None, active=None, n_jobs=None, bint with_start=True):
+                   theta_linear=None, active=None, n_jobs=None, bint with_start=True,
+                   start_means=None):
     """Code every document of a CSR matrix in place, warm-started from ``codes`` and ``theta``.
 
     ``codes`` is the (nnz, n_topics) array of word codes, ``theta`` the
@@ -706,10 +718,12 @@ def code_documents(CompiledLoss loss, CodingParams params, const int[::1] indptr
     mean, and the coordinate problem b, mean_rest, quad, lin); a failing
     document stops at once, with NaN objective. Without ``with_start``, a
     call of one sweep (params.max_iter 1) does not evaluate the objective at
-    the start codes: the start values are NaN.
+    the start codes: the start values are NaN. ``start_means``, if given, a
+    float64 array like ``means``, receives the means of the start codes (with
+    ``beta``), the other end of MedSTC's backtracking segments.
     """
     return code_corpus(loss, params, indptr, indices, data, beta, codes, theta, means,
-                       theta_linear, active, True, with_start, n_jobs)
+                       theta_linear, active, True, with_start, start_means, n_jobs)
 
 
 def code_new_documents(CompiledLoss loss, CodingParams params, const int[::1] indptr,
@@ -723,7 +737,7 @@ def code_new_documents(CompiledLoss loss, CodingParams params, const int[::1] in
     the same as `code_documents`.
     """
     return code_corpus(loss, params, indptr, indices, data, beta, codes, theta, means, None,
-                       None, False, True, n_jobs)
+                       None, False, True, None, n_jobs)
 
 
 def theta_from_codes(double mean_code, double linear, double n_words, double lam,
@@ -794,6 +808,81 @@ def segment_objectives(CompiledLoss loss, CodingParams params, const int[::1] in
     if failed[0]:
         raise MemoryError("could not allocate the work space of segment_objectives")
     return objective, loss_part
+
+
+def segment_curvatures(CodingParams params, const int[::1] indptr,
+                       const double[:, ::1] old_codes, const double[:, ::1] new_codes,
+                       const double[:, ::1] old_theta, const double[:, ::1] new_theta,
+                       const Py_ssize_t[::1] rows, n_jobs=None):
+    """Second-order coefficient of objective (2)'s penalty part along each row's segment.
+
+    Along the codes old + t (new - old) the penalties of (2) are a quadratic
+    in t (the l1 terms of non-negative codes are linear in t), so with P0 and
+    P1 their values at the ends, P(t) = P0 + t (P1 - P0 - Q) + t^2 Q with
+    Q = gamma sum_n ||ds_n - dtheta||^2 (+ rho sum_n ||ds_n||^2 for the l2 code
+    penalty, + lam ||dtheta||^2 for the l2 theta penalty), d the differences
+    new - old. One value per listed document.
+    """
+    cdef Py_ssize_t n_rows = rows.shape[0], n_topics = old_theta.shape[1], r, d, j, k
+    cdef int n_threads = resolve_n_jobs(n_jobs)
+    cdef double coupling, code_sq, theta_sq, ds, dt
+    curvature = np.zeros(n_rows, dtype=np.float64)
+    cdef double[::1] curvature_v = curvature
+    with nogil:
+        for r in prange(n_rows, schedule="dynamic", chunksize=8, num_threads=n_threads):
+            d = rows[r]
+            coupling = 0.0
+            code_sq = 0.0
+            theta_sq = 0.0
+            for j in range(indptr[d], indptr[d + 1]):
+                for k in range(n_topics):
+                    ds = new_codes[j, k] - old_codes[j, k]
+                    dt = ds - (new_theta[d, k] - old_theta[d, k])
+                    coupling = coupling + dt * dt
+                    code_sq = code_sq + ds * ds
+            for k in range(n_topics):
+                dt = new_theta[d, k] - old_theta[d, k]
+                theta_sq = theta_sq + dt * dt
+            curvature_v[r] = (params.gamma * coupling
+                              + (params.rho * code_sq if params.code_penalty == PENALTY_L2
+                                 else 0.0)
+                              + (params.lam * theta_sq if params.theta_penalty == PENALTY_L2
+                                 else 0.0))
+    return curvature
+
+
+def segment_losses(CompiledLoss loss, const int[::1] indptr, const double[::1] data,
+                   const double[::1] old_means, const double[::1] new_means,
+                   const Py_ssize_t[::1] rows, const double[::1] steps, n_jobs=None):
+    """Loss part of objective (2) along segments, from the means at their ends.
+
+    A mean is linear in the codes, so at old + t (new - old) entry n's mean is
+    old_n + t (new_n - old_n): the loss there costs one pass over the
+    document's entries, not over its K codes per entry. Returns (loss, scale)
+    per listed document, ``scale`` = sum_n |l| + |mean l'| at those means: the
+    size of the rounding by which this loss can differ from one computed from
+    the codes (`segment_objectives`), for callers that compare the two.
+    """
+    cdef Py_ssize_t n_rows = rows.shape[0], r, d, j
+    cdef int n_threads = resolve_n_jobs(n_jobs)
+    cdef double t, mean, total, size, value
+    losses = np.zeros(n_rows, dtype=np.float64)
+    scales = np.zeros(n_rows, dtype=np.float64)
+    cdef double[::1] losses_v = losses, scales_v = scales
+    with nogil:
+        for r in prange(n_rows, schedule="dynamic", chunksize=8, num_threads=n_threads):
+            d = rows[r]
+            t = steps[r]
+            total = 0.0
+            size = 0.0
+            for j in range(indptr[d], indptr[d + 1]):
+                mean = old_means[j] + t * (new_means[j] - old_means[j])
+                value = loss._loss(data[j], mean)
+                total = total + value
+                size = size + fabs(value) + fabs(mean * loss._gradient(data[j], mean))
+            losses_v[r] = total
+            scales_v[r] = size
+    return losses, scales
 
 
 def move_along_segments(const int[::1] indptr, const int[::1] indices,

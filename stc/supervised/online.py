@@ -40,10 +40,11 @@ import numpy as np
 
 from stc._core._coding import move_along_segments
 from stc._core._dense import dot
-from stc.coding import code_documents, code_known_terms, code_new_documents, segment_objectives
+from stc.coding import code_documents, code_known_terms, code_new_documents
 from stc.learners.online import start_batch
 from stc.online import BatchOutcome, CodedBatch, batch_sums, stochastic_dictionary_step
-from stc.supervised.steps import ShiftedMeanCodingStep, refit_C_of_scale, shifted_mean_term
+from stc.supervised.steps import (SegmentEnd, halve_rejected_steps, refit_C_of_scale,
+                                  shifted_mean_term)
 from stc.supervised.svm import loss_augmented_hinges, sample_hinges
 from stc.training import count_capped, iteration_problem
 
@@ -174,27 +175,20 @@ def supervised_codes(problem, X, y_index, beta, supervision, n_jobs=None):
     swept = code_documents(iteration_problem(problem, supervision.sweeps), X, beta, codes,
                            theta, theta_linear=linear, n_jobs=n_jobs, with_start=False)
     # objective (2) of each document (the linear term is not part of it) plus its hinge share
-    objective = swept.objective + np.sum(linear * theta, axis=1)
-    old_total = result.objective + (C / D) * sample_hinges(W, free_theta, y_index, cost)
+    new_end = SegmentEnd(swept.objective + np.sum(linear * theta, axis=1), swept.loss,
+                         swept.means)
+    old_end = SegmentEnd(result.objective, result.loss, result.means)
+
+    def hinge_share(theta_rows, rows):
+        return (C / D) * sample_hinges(W, theta_rows, y_index[rows], cost)
+
+    old_total = old_end.objective + hinge_share(free_theta, slice(None))
     # "not <=" also catches NaN and inf (an unbounded step with the l1 penalty on theta)
-    pending = ~(objective + (C / D) * sample_hinges(W, theta, y_index, cost) <= old_total)
-    steps, step = np.ones(X.shape[0]), 1.0
+    pending = ~(new_end.objective + hinge_share(theta, slice(None)) <= old_total)
     # as batch MedSTC's safeguard: halve the step from the label-free codes where it is worse
-    for _ in range(ShiftedMeanCodingStep.MAX_HALVINGS):
-        if not pending.any():
-            break
-        step *= 0.5
-        rows = np.flatnonzero(pending)
-        trial, _ = segment_objectives(problem, X, beta, old_codes, codes, free_theta, theta,
-                                      rows, np.full(rows.size, step), n_jobs)
-        trial_theta = free_theta[rows] + step * (theta[rows] - free_theta[rows])
-        better = (trial + (C / D) * sample_hinges(W, trial_theta, y_index[rows], cost)
-                  <= old_total[rows])
-        steps[rows[better]] = step
-        objective[rows[better]] = trial[better]
-        pending[rows[better]] = False
-    steps[pending] = 0.0  # no decreasing step: the label-free codes
-    objective[pending] = result.objective[pending]
+    steps, objective, _ = halve_rejected_steps(problem, X, beta, (old_codes, free_theta),
+                                               (codes, theta), old_end, new_end, old_total,
+                                               pending, hinge_share, n_jobs)
     means = swept.means
     moved = np.flatnonzero(steps < 1.0)
     move_along_segments(X.indptr, X.indices, np.ascontiguousarray(beta.T), old_codes, codes,

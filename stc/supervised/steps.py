@@ -13,9 +13,11 @@ The coding step sees the classifier through a `HingeTerm`: eta, the labels of
 the documents it codes and the weight C / D of each document's hinge, D the
 number of documents of the whole corpus (a partition holds only some of them).
 """
+from typing import NamedTuple
+
 import numpy as np
 
-from stc._core._coding import move_along_segments
+from stc._core._coding import move_along_segments, segment_curvatures, segment_losses
 from stc._core._dense import row_products
 from stc.coding import code_documents, segment_objectives, stc_objective
 from stc.supervised.svm import (CuttingPlaneSVM, loss_augmented_predict, multiclass_hinge,
@@ -29,6 +31,14 @@ from stc.training import iteration_problem, step_capped_documents
 # cross-validation at the defaults on 20 Newsgroups, K = 50: mean ||theta_d||^2 = 1.669
 # there, so "auto" gives 2.996e6 (docs/algorithms.md, "Choosing MedSTC's parameters").
 REFIT_C_SCALE = 5e6
+
+# The safeguard's halvings first estimate each trial point's objective from the means and
+# penalties at the segment's ends (`SegmentScreen`), which rounds differently from the exact
+# evaluation; a point is dropped only if the estimate exceeds the bound by more than this
+# share of the sizes involved (rounding is ~1e-14 of them), so no point the exact value
+# would accept is ever dropped.
+SCREEN_RTOL = 1e-9
+MAX_HALVINGS = 3  # backtracking steps of the safeguard
 
 
 def refit_C_of_scale(mean_square_norm):
@@ -53,6 +63,94 @@ def medstc_objective(problem, X, beta, codes, theta, W, y_index, C, cost, n_jobs
     """Objective (4) of the paper: objective (2) + C R_h(W; theta) + ||W||^2 / 2."""
     return (stc_objective(problem, X, beta, codes, theta, n_jobs)
             + primal_objective(W, theta, y_index, C, cost))
+
+
+class SegmentEnd(NamedTuple):
+    """Objective (2) of each document at one end of its backtracking segment."""
+
+    objective: np.ndarray  # objective (2), per document
+    loss: np.ndarray       # its loss part
+    means: np.ndarray      # the means of every stored entry (None: not known)
+
+
+class SegmentScreen:
+    """Cheap estimates of objective (2) along the safeguard's segments, to skip hopeless points.
+
+    Along old + t (new - old) a mean is linear in t and the penalties of (2) are a
+    quadratic (`segment_curvatures`), so a trial point's objective follows from the
+    means and values at the ends in one pass over the document's entries instead of
+    its K codes per entry. `may_lower` keeps the rows whose estimate does not exceed
+    the bound by more than its rounding margin (SCREEN_RTOL); the safeguard decides
+    on the exact values (`segment_objectives`) of those rows only, so its choices and
+    its numbers are those of evaluating every row exactly.
+    """
+
+    def __init__(self, problem, X, old, new, old_end, new_end, rows, n_jobs=None):
+        self.loss, self.X, self.n_jobs = problem.loss, X, n_jobs
+        self.old_means, self.new_means = old_end.means, new_end.means
+        self.curvature = np.zeros(X.shape[0])
+        with np.errstate(invalid="ignore", over="ignore"):  # codes that ran off: NaN, kept
+            self.start_penalty = old_end.objective - old_end.loss
+            self.end_penalty = new_end.objective - new_end.loss
+            self.curvature[rows] = segment_curvatures(problem.params, X.indptr, old[0], new[0],
+                                                      old[1], new[1], rows, n_jobs)
+
+    def may_lower(self, rows, step, hinge, bound):
+        """Which of ``rows`` may have objective (2) + ``hinge`` <= ``bound`` at ``step``."""
+        loss, scale = segment_losses(self.loss, self.X.indptr, self.X.data, self.old_means,
+                                     self.new_means, rows, np.full(rows.size, step),
+                                     self.n_jobs)
+        p0, p1, q = self.start_penalty[rows], self.end_penalty[rows], self.curvature[rows]
+        with np.errstate(invalid="ignore", over="ignore"):
+            estimate = loss + (p0 + step * (p1 - p0 - q) + step * step * q) + hinge
+            margin = SCREEN_RTOL * (scale + np.abs(p0) + np.abs(p1) + np.abs(q) + np.abs(bound)
+                                    + np.abs(hinge))
+            # NaN (codes that ran off) is kept: the exact evaluation judges it
+            return ~(estimate > bound + margin)
+
+
+def halve_rejected_steps(problem, X, beta, old, new, old_end, new_end, old_total, pending,
+                         hinge_share, n_jobs=None):
+    """The safeguard's backtracking: per document, the first of steps 1/2, 1/4, 1/8 that helps.
+
+    ``old`` and ``new`` are (word codes, theta) at the segment's ends, ``old_end``
+    and ``new_end`` their `SegmentEnd`; ``pending`` (updated in place) marks the
+    documents whose full step (t = 1) raised their share of objective (4) above
+    ``old_total``; ``hinge_share(theta_rows, rows)`` is that share's hinge part.
+    A pending document takes the first step t whose objective (2) plus hinge share
+    is at most ``old_total``; with none it keeps its old codes (t = 0).
+    Returns (t, objective (2), its loss part) per document at the chosen points.
+    """
+    old_codes, old_theta = old
+    codes, theta = new
+    steps = np.ones(X.shape[0])
+    objective, loss = new_end.objective.copy(), new_end.loss.copy()
+    screen = None
+    step = 1.0
+    for _ in range(MAX_HALVINGS):
+        if not pending.any():
+            break
+        step *= 0.5
+        rows = np.flatnonzero(pending)
+        hinge = hinge_share(old_theta[rows] + step * (theta[rows] - old_theta[rows]), rows)
+        if screen is None and problem.loss.runs_in_kernel and old_end.means is not None:
+            screen = SegmentScreen(problem, X, old, new, old_end, new_end, rows, n_jobs)
+        if screen is not None:
+            hopeful = screen.may_lower(rows, step, hinge, old_total[rows])
+            rows, hinge = rows[hopeful], hinge[hopeful]
+        trial_obj, trial_loss = segment_objectives(problem, X, beta, old_codes, codes,
+                                                   old_theta, theta, rows,
+                                                   np.full(rows.size, step), n_jobs)
+        better = trial_obj + hinge <= old_total[rows]
+        accepted = rows[better]
+        steps[accepted] = step
+        objective[accepted] = trial_obj[better]
+        loss[accepted] = trial_loss[better]
+        pending[accepted] = False
+    steps[pending] = 0.0  # no decreasing step: keep the old codes exactly
+    objective[pending] = old_end.objective[pending]
+    loss[pending] = old_end.loss[pending]
+    return steps, objective, loss
 
 
 class HingeTerm:
@@ -121,7 +219,6 @@ class ShiftedMeanCodingStep:
     """
 
     MAX_BACKOFF = 8  # longest sit-out of a repeatedly rejected document, in iterations
-    MAX_HALVINGS = 3  # backtracking steps of the safeguard
 
     def __init__(self, problem, svm_step, n_docs, n_jobs=None, sweeps=None):
         self.problem = iteration_problem(problem, sweeps)
@@ -148,13 +245,15 @@ class ShiftedMeanCodingStep:
         np.copyto(self.saved[1], state.theta)
         result = code_documents(self.problem, state.X, state.beta, state.codes, state.theta,
                                 theta_linear=theta_linear,
-                                active=self.documents_to_code(iteration), n_jobs=self.n_jobs)
+                                active=self.documents_to_code(iteration), n_jobs=self.n_jobs,
+                                keep_start_means=True)
         state.capped_documents = step_capped_documents(result, self.problem, self.sweeps)
         # The linear term is not part of problem (2): add it back.
         doc_obj = result.objective + np.sum(theta_linear * state.theta, axis=1)
         old_obj = result.start_objective + np.sum(theta_linear * self.saved[1], axis=1)
-        doc_obj, doc_loss = self.safeguard(state, result.means, doc_obj, result.loss, old_obj,
-                                           result.start_loss)
+        doc_obj, doc_loss = self.safeguard(
+            state, result.means, SegmentEnd(doc_obj, result.loss, result.means),
+            SegmentEnd(old_obj, result.start_loss, result.start_means))
         return float(np.sum(doc_obj) - np.sum(doc_loss)), result.means
 
     def documents_to_code(self, iteration):
@@ -182,52 +281,34 @@ class ShiftedMeanCodingStep:
         wait = np.minimum(2 ** (self.rejections[now_rejected] - 1), self.MAX_BACKOFF)
         self.next_try[now_rejected] = self.iteration + 1 + wait
 
-    def safeguard(self, state, means, doc_obj, doc_loss, old_obj, old_loss):
+    def safeguard(self, state, means, new_end, old_end):
         """Keep, per document, a point that does not raise its share of objective (4).
 
-        ``self.saved`` holds the codes before the coding step, ``old_obj`` and
-        ``old_loss`` their objective (2) and its loss part (with the current
-        topics); ``state.codes``, ``state.theta`` and ``means`` (updated in
-        place) and ``doc_obj``, ``doc_loss`` describe the new codes.
-        Where the shifted-mean codes are worse than the old ones, step back
-        along the segment from the old codes to the new ones (halving the
-        step): the set of codes is convex and so is the document's part of
-        (4), and the new codes lower objective (2) plus the hinge piece of
-        the loss-augmented label, which is the active piece at the old codes,
-        so short steps often decrease (4). Documents with no decreasing
-        step keep their old codes. The trial points are evaluated without
-        being formed (`segment_objectives`); only the chosen one is written.
+        ``self.saved`` holds the codes before the coding step, ``old_end`` their
+        objective (2), its loss part and means (with the current topics);
+        ``state.codes``, ``state.theta``, ``means`` (updated in place) and
+        ``new_end`` describe the new codes. Where the shifted-mean codes are
+        worse than the old ones, step back along the segment from the old codes
+        to the new ones (`halve_rejected_steps`): the set of codes is convex and
+        so is the document's part of (4), and the new codes lower objective (2)
+        plus the hinge piece of the loss-augmented label, which is the active
+        piece at the old codes, so short steps often decrease (4). Documents
+        with no decreasing step keep their old codes. The trial points are
+        evaluated without being formed; only the chosen one is written.
+        Returns objective (2) and its loss part per document at the kept codes.
         """
         old_codes, old_theta = self.saved
         X, codes, theta = state.X, state.codes, state.theta
-        n_docs = X.shape[0]
-        old_total = old_obj + self.svm_step.hinge_shares(old_theta)
+        old_total = old_end.objective + self.svm_step.hinge_shares(old_theta)
         # "not <=" also catches a non-finite new objective: with the l1 penalty on
         # theta the linearised hinge can make the coding problem unbounded, and
         # such codes run off to infinity (see `MedSTC`, theta_penalty).
-        pending = ~(doc_obj + self.svm_step.hinge_shares(theta) <= old_total)
+        pending = ~(new_end.objective + self.svm_step.hinge_shares(theta) <= old_total)
         n_worse = int(np.sum(pending))
-        steps = np.ones(n_docs)
-        step = 1.0
-        for _ in range(self.MAX_HALVINGS):
-            if not pending.any():
-                break
-            step *= 0.5
-            rows = np.flatnonzero(pending)
-            trial_obj, trial_loss = segment_objectives(
-                self.problem, X, state.beta, old_codes, codes, old_theta, theta, rows,
-                np.full(rows.size, step), self.n_jobs)
-            trial_theta = old_theta[rows] + step * (theta[rows] - old_theta[rows])
-            better = trial_obj + self.svm_step.hinge_shares(trial_theta, rows) <= old_total[rows]
-            accepted = rows[better]
-            steps[accepted] = step
-            doc_obj[accepted] = trial_obj[better]
-            doc_loss[accepted] = trial_loss[better]
-            pending[accepted] = False
-        steps[pending] = 0.0  # no decreasing step: keep the old codes exactly
+        steps, doc_obj, doc_loss = halve_rejected_steps(
+            self.problem, X, state.beta, self.saved, (codes, theta), old_end, new_end,
+            old_total, pending, self.svm_step.hinge_shares, self.n_jobs)
         self._record_outcome(pending)
-        doc_obj = np.where(pending, old_obj, doc_obj)
-        doc_loss = np.where(pending, old_loss, doc_loss)
         moved = np.flatnonzero(steps < 1.0)
         move_along_segments(X.indptr, X.indices, np.ascontiguousarray(state.beta.T), old_codes,
                             codes, old_theta, theta, means, moved, steps[moved], self.n_jobs)

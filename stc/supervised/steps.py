@@ -32,11 +32,11 @@ from stc.training import iteration_problem, step_capped_documents
 # there, so "auto" gives 2.996e6 (docs/algorithms.md, "Choosing MedSTC's parameters").
 REFIT_C_SCALE = 5e6
 
-# The safeguard's halvings first estimate each trial point's objective from the means and
-# penalties at the segment's ends (`SegmentScreen`), which rounds differently from the exact
-# evaluation; a point is dropped only if the estimate exceeds the bound by more than this
-# share of the sizes involved (rounding is ~1e-14 of them), so no point the exact value
-# would accept is ever dropped.
+# The safeguard's halvings estimate each trial point's objective from the means and
+# penalties at the segment's ends (`SegmentScreen`), exact but for rounding (~1e-14 of the
+# sizes involved). A point is judged on the estimate when it clears the bound by more than
+# this share of those sizes either way, so the judgement is the exact value's; only the
+# points closer to the bound are evaluated exactly (`segment_objectives`).
 SCREEN_RTOL = 1e-9
 MAX_HALVINGS = 3  # backtracking steps of the safeguard
 
@@ -74,39 +74,34 @@ class SegmentEnd(NamedTuple):
 
 
 class SegmentScreen:
-    """Cheap estimates of objective (2) along the safeguard's segments, to skip hopeless points.
+    """Objective (2) along the safeguard's segments from the values at their ends.
 
     Along old + t (new - old) a mean is linear in t and the penalties of (2) are a
     quadratic (`segment_curvatures`), so a trial point's objective follows from the
     means and values at the ends in one pass over the document's entries instead of
-    its K codes per entry. `may_lower` keeps the rows whose estimate does not exceed
-    the bound by more than its rounding margin (SCREEN_RTOL); the safeguard decides
-    on the exact values (`segment_objectives`) of those rows only, so its choices and
-    its numbers are those of evaluating every row exactly.
+    its K codes per entry (`segment_objectives`, which forms the codes). The two
+    differ by rounding only; `estimate` also returns its size, for the margin.
     """
 
     def __init__(self, problem, X, old, new, old_end, new_end, rows, n_jobs=None):
         self.loss, self.X, self.n_jobs = problem.loss, X, n_jobs
         self.old_means, self.new_means = old_end.means, new_end.means
         self.curvature = np.zeros(X.shape[0])
-        with np.errstate(invalid="ignore", over="ignore"):  # codes that ran off: NaN, kept
+        with np.errstate(invalid="ignore", over="ignore"):  # codes that ran off: NaN
             self.start_penalty = old_end.objective - old_end.loss
             self.end_penalty = new_end.objective - new_end.loss
             self.curvature[rows] = segment_curvatures(problem.params, X.indptr, old[0], new[0],
                                                       old[1], new[1], rows, n_jobs)
 
-    def may_lower(self, rows, step, hinge, bound):
-        """Which of ``rows`` may have objective (2) + ``hinge`` <= ``bound`` at ``step``."""
+    def estimate(self, rows, step):
+        """(objective (2), its loss part, the size of their rounding) of ``rows`` at ``step``."""
         loss, scale = segment_losses(self.loss, self.X.indptr, self.X.data, self.old_means,
                                      self.new_means, rows, np.full(rows.size, step),
                                      self.n_jobs)
         p0, p1, q = self.start_penalty[rows], self.end_penalty[rows], self.curvature[rows]
         with np.errstate(invalid="ignore", over="ignore"):
-            estimate = loss + (p0 + step * (p1 - p0 - q) + step * step * q) + hinge
-            margin = SCREEN_RTOL * (scale + np.abs(p0) + np.abs(p1) + np.abs(q) + np.abs(bound)
-                                    + np.abs(hinge))
-            # NaN (codes that ran off) is kept: the exact evaluation judges it
-            return ~(estimate > bound + margin)
+            objective = loss + (p0 + step * (p1 - p0 - q) + step * step * q)
+            return objective, loss, scale + np.abs(p0) + np.abs(p1) + np.abs(q)
 
 
 def halve_rejected_steps(problem, X, beta, old, new, old_end, new_end, old_total, pending,
@@ -120,6 +115,9 @@ def halve_rejected_steps(problem, X, beta, old, new, old_end, new_end, old_total
     A pending document takes the first step t whose objective (2) plus hinge share
     is at most ``old_total``; with none it keeps its old codes (t = 0).
     Returns (t, objective (2), its loss part) per document at the chosen points.
+    With a compiled loss and the means at both ends, trial points are judged on
+    `SegmentScreen`'s estimates where those clear the bound by more than their
+    rounding margin (SCREEN_RTOL), and evaluated exactly otherwise.
     """
     old_codes, old_theta = old
     codes, theta = new
@@ -136,8 +134,20 @@ def halve_rejected_steps(problem, X, beta, old, new, old_end, new_end, old_total
         if screen is None and problem.loss.runs_in_kernel and old_end.means is not None:
             screen = SegmentScreen(problem, X, old, new, old_end, new_end, rows, n_jobs)
         if screen is not None:
-            hopeful = screen.may_lower(rows, step, hinge, old_total[rows])
-            rows, hinge = rows[hopeful], hinge[hopeful]
+            trial_obj, trial_loss, size = screen.estimate(rows, step)
+            bound = old_total[rows]
+            with np.errstate(invalid="ignore", over="ignore"):
+                margin = SCREEN_RTOL * (size + np.abs(bound) + np.abs(hinge))
+                clear = trial_obj + hinge <= bound - margin
+                unclear = ~clear & ~(trial_obj + hinge > bound + margin)  # NaN included
+            accepted = rows[clear]
+            steps[accepted] = step
+            objective[accepted] = trial_obj[clear]
+            loss[accepted] = trial_loss[clear]
+            pending[accepted] = False
+            rows, hinge = rows[unclear], hinge[unclear]
+            if rows.size == 0:
+                continue
         trial_obj, trial_loss = segment_objectives(problem, X, beta, old_codes, codes,
                                                    old_theta, theta, rows,
                                                    np.full(rows.size, step), n_jobs)

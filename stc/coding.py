@@ -123,8 +123,19 @@ def start_value_in_domain(loss, X, beta, value=1.0):
     return float(value)
 
 
+def transposed(beta):
+    """The dictionary as the compiled kernels read it: (n_features, n_topics), C-contiguous.
+
+    The coding functions below make it from ``beta`` when not given it
+    (``beta_t``); a caller that codes several times with the same topics
+    makes it once (at K = 50 and 60,000 terms a transposed copy costs 6 ms,
+    as much as coding a few dozen documents).
+    """
+    return np.ascontiguousarray(np.asarray(beta, dtype=np.float64).T)
+
+
 def code_documents(problem, X, beta, codes, theta, *, theta_linear=None, active=None,
-                   n_jobs=None, with_start=True, keep_start_means=False):
+                   n_jobs=None, with_start=True, keep_start_means=False, beta_t=None):
     """Code every document of CSR ``X`` in place, warm-started from ``codes`` and ``theta``.
 
     ``codes`` (nnz, K) and ``theta`` (n_docs, K) are updated in place.
@@ -136,7 +147,8 @@ def code_documents(problem, X, beta, codes, theta, *, theta_linear=None, active=
     need the objective at the start codes: a call of one sweep then skips it
     (about 8 % of a warm sweep at K = 50) and its start values are NaN.
     ``keep_start_means`` also returns the means of the start codes
-    (``start_means``; the kernel computes them anyway).
+    (``start_means``; the kernel computes them anyway). ``beta_t``:
+    `transposed` (beta), if the caller has it.
     """
     means = np.zeros(X.nnz, dtype=np.float64)
     start_means = np.empty(X.nnz, dtype=np.float64) if keep_start_means else None
@@ -149,7 +161,8 @@ def code_documents(problem, X, beta, codes, theta, *, theta_linear=None, active=
     loss = problem.loss
     if loss.runs_in_kernel:
         arrays = _coding.code_documents(
-            loss, problem.params, X.indptr, X.indices, X.data, beta, codes, theta, means,
+            loss, problem.params, X.indptr, X.indices, X.data,
+            transposed(beta) if beta_t is None else beta_t, codes, theta, means,
             theta_linear, None if active is None else active.view(np.uint8), n_jobs, with_start,
             start_means)
     else:
@@ -164,13 +177,13 @@ def code_documents(problem, X, beta, codes, theta, *, theta_linear=None, active=
     return result
 
 
-def code_new_documents(problem, X, beta, *, keep_word_codes=False, n_jobs=None):
+def code_new_documents(problem, X, beta, *, keep_word_codes=False, n_jobs=None, beta_t=None):
     """Code new documents with topics ``beta``; return (theta, word codes or None, `CodingResult`).
 
     Each document starts with all its codes at the best single value for them
     (`common_start_value`), far closer to its optimum than a fixed start when
     the penalties are large. The (nnz, K) word codes are kept only when
-    ``keep_word_codes``.
+    ``keep_word_codes``. ``beta_t``: `transposed` (beta), if the caller has it.
     """
     n_topics = beta.shape[0]
     codes = np.empty((X.nnz, n_topics)) if keep_word_codes else None
@@ -179,19 +192,21 @@ def code_new_documents(problem, X, beta, *, keep_word_codes=False, n_jobs=None):
     loss = problem.loss
     if loss.runs_in_kernel:
         arrays = _coding.code_new_documents(loss, problem.params, X.indptr, X.indices, X.data,
-                                            beta, codes, theta, means, n_jobs)
+                                            transposed(beta) if beta_t is None else beta_t,
+                                            codes, theta, means, n_jobs)
     else:
         arrays = numpy_coding.code_new_documents(loss, problem.params, X, beta, codes, theta,
                                                  means)
     return theta, codes, _result(arrays, means, loss, X)
 
 
-def code_known_terms(problem, X, beta, *, keep_word_codes=False, n_jobs=None):
+def code_known_terms(problem, X, beta, *, keep_word_codes=False, n_jobs=None, beta_t=None):
     """`code_new_documents` of CSR ``X`` without the terms no topic gives weight to.
 
     Such terms (never seen in training) carry no information; the documents
     are coded without them and their word codes are 0 (rows of zeros when
     ``keep_word_codes``). Returns (theta, word codes or None, `CodingResult`).
+    ``beta_t``: `transposed` (beta), if the caller has it.
     """
     known = beta.sum(axis=0) > 0
     keep = known[X.indices]
@@ -203,7 +218,7 @@ def code_known_terms(problem, X, beta, *, keep_word_codes=False, n_jobs=None):
         Xk.indices = Xk.indices.astype(np.int32, copy=False)
         Xk.indptr = Xk.indptr.astype(np.int32, copy=False)
     theta, codes, result = code_new_documents(problem, Xk, beta, keep_word_codes=keep_word_codes,
-                                              n_jobs=n_jobs)
+                                              n_jobs=n_jobs, beta_t=beta_t)
     if keep_word_codes and Xk is not X:
         full = np.zeros((X.nnz, beta.shape[0]))
         full[np.flatnonzero(keep)] = codes
@@ -212,18 +227,19 @@ def code_known_terms(problem, X, beta, *, keep_word_codes=False, n_jobs=None):
 
 
 def segment_objectives(problem, X, beta, old_codes, new_codes, old_theta, new_theta, rows,
-                       steps, n_jobs=None):
+                       steps, n_jobs=None, beta_t=None):
     """Objective (2) of documents ``rows`` at the codes old + step * (new - old), and its loss part.
 
     One step per listed document (``steps``); the intermediate codes are not
-    formed for a compiled loss.
+    formed for a compiled loss. ``beta_t``: `transposed` (beta), if the caller has it.
     """
     rows = np.ascontiguousarray(rows, dtype=np.intp)
     steps = np.ascontiguousarray(steps, dtype=np.float64)
     loss = problem.loss
     if loss.runs_in_kernel:
         return _coding.segment_objectives(loss, problem.params, X.indptr, X.indices, X.data,
-                                          beta, old_codes, new_codes, old_theta, new_theta,
+                                          transposed(beta) if beta_t is None else beta_t,
+                                          old_codes, new_codes, old_theta, new_theta,
                                           rows, steps, n_jobs)
     # A pure-Python loss: form the trial codes of the listed documents.
     sub = X[rows]

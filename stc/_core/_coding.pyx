@@ -598,7 +598,7 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d, const int[::1] indp
 
 cdef tuple code_corpus(CompiledLoss loss, CodingParams params, const int[::1] indptr,
                        const int[::1] indices, const double[::1] data,
-                       const double[:, ::1] beta, codes, double[:, ::1] theta,
+                       const double[:, ::1] beta_t, codes, double[:, ::1] theta,
                        double[::1] means, theta_linear, active, bint warm, bint with_start,
                        start_means, n_jobs):
     """Code every document in parallel; the shared body of the two entry points below.
@@ -608,7 +608,7 @@ cdef tuple code_corpus(CompiledLoss loss, CodingParams params, const int[::1] in
     that failed; each failing document stops at once, the others are coded
     as usual, so the report does not depend on the thread count).
     """
-    cdef Py_ssize_t n_docs = indptr.shape[0] - 1, n_topics = beta.shape[0], d
+    cdef Py_ssize_t n_docs = indptr.shape[0] - 1, n_topics = beta_t.shape[1], d
     cdef int n_threads = resolve_n_jobs(n_jobs)
     objective = np.zeros(n_docs, dtype=np.float64)
     loss_part = np.zeros(n_docs, dtype=np.float64)
@@ -647,8 +647,6 @@ cdef tuple code_corpus(CompiledLoss loss, CodingParams params, const int[::1] in
     cdef size_t work_size = (2 * n_topics + 1) * max(longest, 1) * sizeof(double)
     cdef double* work
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
-    # (N, K): see load_document
-    cdef const double[:, ::1] beta_t = np.ascontiguousarray(np.asarray(beta).T)
     with nogil, parallel(num_threads=n_threads):
         # Per-thread buffers (assigned inside the parallel block: thread-private).
         work = <double*> malloc(work_size)
@@ -698,15 +696,17 @@ cdef tuple code_corpus(CompiledLoss loss, CodingParams params, const int[::1] in
 
 
 def code_documents(CompiledLoss loss, CodingParams params, const int[::1] indptr,
-                   const int[::1] indices, const double[::1] data, const double[:, ::1] beta,
+                   const int[::1] indices, const double[::1] data, const double[:, ::1] beta_t,
                    double[:, ::1] codes, double[:, ::1] theta, double[::1] means,
                    theta_linear=None, active=None, n_jobs=None, bint with_start=True,
                    start_means=None):
     """Code every document of a CSR matrix in place, warm-started from ``codes`` and ``theta``.
 
-    ``codes`` is the (nnz, n_topics) array of word codes, ``theta`` the
-    (n_docs, n_topics) document codes; ``means`` (nnz) receives the means
-    s_j . beta[:, n_j]. ``theta_linear`` is None or a (n_docs, n_topics)
+    ``beta_t`` is the dictionary transposed, (n_features, n_topics) and
+    C-contiguous (see `load_document`); the callers keep it while the topics
+    stay the same. ``codes`` is the (nnz, n_topics) array of word codes,
+    ``theta`` the (n_docs, n_topics) document codes; ``means`` (nnz) receives
+    the means s_j . beta[:, n_j]. ``theta_linear`` is None or a (n_docs, n_topics)
     array b: each document's objective then has - b_d . theta_d added (how
     MedSTC's shifted mean enters). ``active``, if given, is a uint8 array of
     n_docs: a document with active[d] == 0 is not swept; its means,
@@ -722,21 +722,21 @@ def code_documents(CompiledLoss loss, CodingParams params, const int[::1] indptr
     float64 array like ``means``, receives the means of the start codes (with
     ``beta``), the other end of MedSTC's backtracking segments.
     """
-    return code_corpus(loss, params, indptr, indices, data, beta, codes, theta, means,
+    return code_corpus(loss, params, indptr, indices, data, beta_t, codes, theta, means,
                        theta_linear, active, True, with_start, start_means, n_jobs)
 
 
 def code_new_documents(CompiledLoss loss, CodingParams params, const int[::1] indptr,
                        const int[::1] indices, const double[::1] data,
-                       const double[:, ::1] beta, codes, double[:, ::1] theta,
+                       const double[:, ::1] beta_t, codes, double[:, ::1] theta,
                        double[::1] means, n_jobs=None):
     """Code every document from scratch: each starts with all codes at its common start value.
 
     ``codes`` is None (the word codes are not kept: coding new documents
-    needs only theta) or a (nnz, n_topics) array that receives them. Returns
-    the same as `code_documents`.
+    needs only theta) or a (nnz, n_topics) array that receives them. Takes
+    and returns the same as `code_documents`.
     """
-    return code_corpus(loss, params, indptr, indices, data, beta, codes, theta, means, None,
+    return code_corpus(loss, params, indptr, indices, data, beta_t, codes, theta, means, None,
                        None, False, True, None, n_jobs)
 
 
@@ -748,7 +748,7 @@ def theta_from_codes(double mean_code, double linear, double n_words, double lam
 
 def segment_objectives(CompiledLoss loss, CodingParams params, const int[::1] indptr,
                        const int[::1] indices, const double[::1] data,
-                       const double[:, ::1] beta, const double[:, ::1] old_codes,
+                       const double[:, ::1] beta_t, const double[:, ::1] old_codes,
                        const double[:, ::1] new_codes, const double[:, ::1] old_theta,
                        const double[:, ::1] new_theta, const Py_ssize_t[::1] rows,
                        const double[::1] steps, n_jobs=None):
@@ -756,11 +756,11 @@ def segment_objectives(CompiledLoss loss, CodingParams params, const int[::1] in
 
     Document rows[i] is evaluated at step steps[i] along the segment from its
     old codes (word and document) to its new ones, by the kernel's own
-    `document_objective`. Returns (objective, loss part), one value per
-    listed document. Used by MedSTC's safeguard to backtrack the supervised
+    `document_objective`, with ``beta_t`` the dictionary transposed. Returns
+    (objective, loss part), one value per listed document. Used by MedSTC's safeguard to backtrack the supervised
     coding step; documents are evaluated in parallel.
     """
-    cdef Py_ssize_t n_rows = rows.shape[0], n_topics = beta.shape[0], r, d, i, k, start
+    cdef Py_ssize_t n_rows = rows.shape[0], n_topics = beta_t.shape[1], r, d, i, k, start
     cdef Py_ssize_t n_words
     cdef int n_threads = resolve_n_jobs(n_jobs)
     objective = np.zeros(n_rows, dtype=np.float64)
@@ -775,7 +775,6 @@ def segment_objectives(CompiledLoss loss, CodingParams params, const int[::1] in
     cdef double* m
     cdef double* trial_theta
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
-    cdef const double[:, ::1] beta_t = np.ascontiguousarray(np.asarray(beta).T)
     with nogil, parallel(num_threads=n_threads):
         work = <double*> malloc(work_size)
         if work == NULL:

@@ -40,9 +40,10 @@ import numpy as np
 
 from stc._core._coding import move_along_segments
 from stc._core._dense import dot
-from stc.coding import code_documents, code_known_terms, code_new_documents
+from stc.coding import code_documents, code_known_terms, code_new_documents, transposed
 from stc.learners.online import start_batch
-from stc.online import BatchOutcome, CodedBatch, batch_sums, stochastic_dictionary_step
+from stc.online import (BatchOutcome, CodedBatch, batch_columns, batch_sums,
+                        stochastic_dictionary_step)
 from stc.supervised.steps import (SegmentEnd, halve_rejected_steps, refit_C_of_scale,
                                   shifted_mean_term)
 from stc.supervised.svm import loss_augmented_hinges, sample_hinges
@@ -153,8 +154,12 @@ class OnlineSupervision:
         return refit_C_of_scale(mean)
 
 
-def supervised_codes(problem, X, y_index, beta, supervision, n_jobs=None):
+def supervised_codes(problem, X, y_index, beta_t, supervision, n_jobs=None):
     """Steps 1-2 of `learn_labelled_batch` on a batch; returns its codes and counts.
+
+    ``beta_t`` holds the topic weights of X's columns, (columns, K): a
+    batch's own terms (`stc.online.batch_columns`) or all of them
+    (`stc.coding.transposed`).
 
     Returns (label-free theta, word codes, theta, means, objective, capped
     documents, rejected documents). The word codes, theta and means are those
@@ -162,8 +167,9 @@ def supervised_codes(problem, X, y_index, beta, supervision, n_jobs=None):
     label-free ones; the objective is the batch's objective (2) at them.
     ``supervision`` is only read (eta, C, cost, D and the sweeps).
     """
+    beta = beta_t.T
     theta, codes, result = code_new_documents(problem, X, beta, keep_word_codes=True,
-                                              n_jobs=n_jobs)
+                                              n_jobs=n_jobs, beta_t=beta_t)
     capped = count_capped(result, problem)
     free_theta = theta.copy()
     W = supervision.coef
@@ -173,7 +179,8 @@ def supervised_codes(problem, X, y_index, beta, supervision, n_jobs=None):
     linear = shifted_mean_term(W, theta, y_index, C, cost, D)
     old_codes = codes.copy()
     swept = code_documents(iteration_problem(problem, supervision.sweeps), X, beta, codes,
-                           theta, theta_linear=linear, n_jobs=n_jobs, with_start=False)
+                           theta, theta_linear=linear, n_jobs=n_jobs, with_start=False,
+                           beta_t=beta_t)
     # objective (2) of each document (the linear term is not part of it) plus its hinge share
     new_end = SegmentEnd(swept.objective + np.sum(linear * theta, axis=1), swept.loss,
                          swept.means)
@@ -188,11 +195,11 @@ def supervised_codes(problem, X, y_index, beta, supervision, n_jobs=None):
     # as batch MedSTC's safeguard: halve the step from the label-free codes where it is worse
     steps, objective, _ = halve_rejected_steps(problem, X, beta, (old_codes, free_theta),
                                                (codes, theta), old_end, new_end, old_total,
-                                               pending, hinge_share, n_jobs)
+                                               pending, hinge_share, n_jobs, beta_t)
     means = swept.means
     moved = np.flatnonzero(steps < 1.0)
-    move_along_segments(X.indptr, X.indices, np.ascontiguousarray(beta.T), old_codes, codes,
-                        free_theta, theta, means, moved, steps[moved], n_jobs)
+    move_along_segments(X.indptr, X.indices, beta_t, old_codes, codes, free_theta, theta,
+                        means, moved, steps[moved], n_jobs)
     return free_theta, codes, theta, means, objective, capped, int(np.count_nonzero(pending))
 
 
@@ -216,14 +223,15 @@ def code_labelled_batch(problem, X, y_index, beta, supervision, n_jobs=None):
     online on Dask, `stc.supervised.distributed`) and the client adds the
     slices' sums and shares up.
     """
+    layout, beta_t = batch_columns(X, beta)
     free_theta, codes, theta, means, objective, capped, rejected = supervised_codes(
-        problem, X, y_index, beta, supervision, n_jobs)
+        problem, layout.compact, y_index, beta_t, supervision, n_jobs)
     C, cost, W = supervision.C, supervision.cost, supervision.coef
     hinge = (np.full(X.shape[0], cost) if W is None else sample_hinges(W, theta, y_index, cost))
     outcome = BatchOutcome(float(np.sum(objective) + C / supervision.n_docs() * np.sum(hinge)),
                            X.shape[0], capped)
-    return LabelledCodes(batch_sums(X, codes, means, outcome, n_jobs), free_theta, theta,
-                         rejected)
+    return LabelledCodes(batch_sums(X, codes, means, outcome, n_jobs, layout), free_theta,
+                         theta, rejected)
 
 
 def learn_labelled_batch(problem, batch, state, supervision, options, rng, *, refit,
@@ -301,10 +309,11 @@ def refit_pass(problem, batches, beta, supervision, n_jobs=None):
     Returns the number of documents whose coding stopped at the sweep cap.
     """
     capped = 0
+    beta_t = transposed(beta)  # the final topics, for every batch
     for X, y_index in batches:
         if X.shape[0] == 0:
             continue
-        theta, _, result = code_known_terms(problem, X, beta, n_jobs=n_jobs)
+        theta, _, result = code_known_terms(problem, X, beta, n_jobs=n_jobs, beta_t=beta_t)
         capped += count_capped(result, problem)
         refit_step(theta, y_index, supervision)
     return capped

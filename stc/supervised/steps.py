@@ -19,7 +19,7 @@ import numpy as np
 
 from stc._core._coding import move_along_segments, segment_curvatures, segment_losses
 from stc._core._dense import row_products
-from stc.coding import code_documents, segment_objectives, stc_objective
+from stc.coding import code_documents, segment_objectives, stc_objective, transposed
 from stc.supervised.svm import (CuttingPlaneSVM, loss_augmented_predict, multiclass_hinge,
                                 primal_objective, sample_hinges)
 from stc.training import iteration_problem, step_capped_documents
@@ -105,7 +105,7 @@ class SegmentScreen:
 
 
 def halve_rejected_steps(problem, X, beta, old, new, old_end, new_end, old_total, pending,
-                         hinge_share, n_jobs=None):
+                         hinge_share, n_jobs=None, beta_t=None):
     """The safeguard's backtracking: per document, the first of steps 1/2, 1/4, 1/8 that helps.
 
     ``old`` and ``new`` are (word codes, theta) at the segment's ends, ``old_end``
@@ -117,7 +117,8 @@ def halve_rejected_steps(problem, X, beta, old, new, old_end, new_end, old_total
     Returns (t, objective (2), its loss part) per document at the chosen points.
     With a compiled loss and the means at both ends, trial points are judged on
     `SegmentScreen`'s estimates where those clear the bound by more than their
-    rounding margin (SCREEN_RTOL), and evaluated exactly otherwise.
+    rounding margin (SCREEN_RTOL), and evaluated exactly otherwise. ``beta_t``:
+    `stc.coding.transposed` (beta), if the caller has it.
     """
     old_codes, old_theta = old
     codes, theta = new
@@ -150,7 +151,8 @@ def halve_rejected_steps(problem, X, beta, old, new, old_end, new_end, old_total
                 continue
         trial_obj, trial_loss = segment_objectives(problem, X, beta, old_codes, codes,
                                                    old_theta, theta, rows,
-                                                   np.full(rows.size, step), n_jobs)
+                                                   np.full(rows.size, step), n_jobs,
+                                                   beta_t=beta_t)
         better = trial_obj + hinge <= old_total[rows]
         accepted = rows[better]
         steps[accepted] = step
@@ -244,9 +246,10 @@ class ShiftedMeanCodingStep:
 
     def __call__(self, state, iteration):
         theta_linear = self.svm_step.shifted_mean_term(state.theta)
+        beta_t = transposed(state.beta)  # read by every call below, the topics fixed
         if theta_linear is None:  # first iteration: no classifier yet, plain STC coding
             result = code_documents(self.problem, state.X, state.beta, state.codes,
-                                    state.theta, n_jobs=self.n_jobs)
+                                    state.theta, n_jobs=self.n_jobs, beta_t=beta_t)
             state.capped_documents = step_capped_documents(result, self.problem, self.sweeps)
             return float(np.sum(result.objective) - np.sum(result.loss)), result.means
         if self.saved is None:
@@ -256,14 +259,14 @@ class ShiftedMeanCodingStep:
         result = code_documents(self.problem, state.X, state.beta, state.codes, state.theta,
                                 theta_linear=theta_linear,
                                 active=self.documents_to_code(iteration), n_jobs=self.n_jobs,
-                                keep_start_means=True)
+                                keep_start_means=True, beta_t=beta_t)
         state.capped_documents = step_capped_documents(result, self.problem, self.sweeps)
         # The linear term is not part of problem (2): add it back.
         doc_obj = result.objective + np.sum(theta_linear * state.theta, axis=1)
         old_obj = result.start_objective + np.sum(theta_linear * self.saved[1], axis=1)
         doc_obj, doc_loss = self.safeguard(
             state, result.means, SegmentEnd(doc_obj, result.loss, result.means),
-            SegmentEnd(old_obj, result.start_loss, result.start_means))
+            SegmentEnd(old_obj, result.start_loss, result.start_means), beta_t)
         return float(np.sum(doc_obj) - np.sum(doc_loss)), result.means
 
     def documents_to_code(self, iteration):
@@ -291,13 +294,14 @@ class ShiftedMeanCodingStep:
         wait = np.minimum(2 ** (self.rejections[now_rejected] - 1), self.MAX_BACKOFF)
         self.next_try[now_rejected] = self.iteration + 1 + wait
 
-    def safeguard(self, state, means, new_end, old_end):
+    def safeguard(self, state, means, new_end, old_end, beta_t):
         """Keep, per document, a point that does not raise its share of objective (4).
 
         ``self.saved`` holds the codes before the coding step, ``old_end`` their
         objective (2), its loss part and means (with the current topics);
         ``state.codes``, ``state.theta``, ``means`` (updated in place) and
-        ``new_end`` describe the new codes. Where the shifted-mean codes are
+        ``new_end`` describe the new codes; ``beta_t`` is the topics
+        transposed (`stc.coding.transposed`). Where the shifted-mean codes are
         worse than the old ones, step back along the segment from the old codes
         to the new ones (`halve_rejected_steps`): the set of codes is convex and
         so is the document's part of (4), and the new codes lower objective (2)
@@ -317,11 +321,11 @@ class ShiftedMeanCodingStep:
         n_worse = int(np.sum(pending))
         steps, doc_obj, doc_loss = halve_rejected_steps(
             self.problem, X, state.beta, self.saved, (codes, theta), old_end, new_end,
-            old_total, pending, self.svm_step.hinge_shares, self.n_jobs)
+            old_total, pending, self.svm_step.hinge_shares, self.n_jobs, beta_t)
         self._record_outcome(pending)
         moved = np.flatnonzero(steps < 1.0)
-        move_along_segments(X.indptr, X.indices, np.ascontiguousarray(state.beta.T), old_codes,
-                            codes, old_theta, theta, means, moved, steps[moved], self.n_jobs)
+        move_along_segments(X.indptr, X.indices, beta_t, old_codes, codes, old_theta, theta,
+                            means, moved, steps[moved], self.n_jobs)
         self.reverted.append(int(np.sum(pending)))
         self.shortened.append(n_worse - self.reverted[-1])
         return doc_obj, doc_loss

@@ -79,8 +79,8 @@ class SegmentScreen:
     Along old + t (new - old) a mean is linear in t and the penalties of (2) are a
     quadratic (`segment_curvatures`), so a trial point's objective follows from the
     means and values at the ends in one pass over the document's entries instead of
-    its K codes per entry (`segment_objectives`, which forms the codes). The two
-    differ by rounding only; `estimate` also returns its size, for the margin.
+    its K codes per entry (as `segment_objectives` reads them). The two differ by
+    rounding only; `estimate` also returns its size, for the margin.
     """
 
     def __init__(self, problem, X, old, new, old_end, new_end, rows, n_jobs=None):

@@ -19,9 +19,17 @@ weight rho_t = (learning_offset + t) ** -learning_decay:
     A <- (1 - rho_t) A + rho_t a_batch / n_docs_batch,
     C <- (1 - rho_t) C + rho_t c_batch / n_docs_batch,
 
-and the topics are the exact simplex-constrained minimiser A / (C + nu).
-Within a batch, ``max_steps`` MM steps re-majorise the batch's part at the
-new topics (the past batches' part stays fixed). A, C and beta are (K, N):
+and the topics minimise sum_n (C_kn beta_kn - A_kn log beta_kn) on the
+simplex. Only the batch's terms get new statistics, so the step solves for
+them alone and moves the other terms of a topic together: beta_kn = r_k x
+(their old beta) off the batch (`stc._core._simplex.online_block_step`).
+Within that family the minimiser is exact (beta_kn = A_kn / (C_kn + nu_k) on
+the batch's terms, r_k from the others' sums sum A_kn and sum C_kn beta_kn),
+and it costs K x (terms of the batch) divisions instead of K x N per Newton
+step of nu: the other terms are read once (decay and their sums) and scaled
+once. With every term in the batch it is the exact minimiser over the whole
+simplex. Within a batch, ``max_steps`` MM steps re-majorise the batch's part
+at the new topics (the past batches' part stays fixed). A, C and beta are (K, N):
 nothing grows with the corpus. They are updated in place, and the batch's
 sums are formed over the terms the batch contains only (`BatchLayout`), so a
 step allocates no (K, N) array: its temporaries are (K, terms of the batch)
@@ -46,7 +54,7 @@ import scipy.sparse as sp
 
 from stc._core._sparse_ops import mm_statistics, word_code_sums
 from stc.coding import code_new_documents
-from stc._core._simplex import mm_minimiser_rows, online_mm_step
+from stc._core._simplex import mm_minimiser_rows, online_block_step
 from stc.dictionary import CorpusLayout
 
 # A new term enters every topic with this share times its frequency in the
@@ -276,14 +284,19 @@ def stochastic_dictionary_step(beta, statistics, rho, n_docs, terms, sums, sums_
     # A and C scaled by 1 - rho scale the multiplier nu alike: Newton's start
     statistics.multipliers *= 1.0 - rho
     # The compiled step works row by row: the past's weight falls to 1 - rho in
-    # place, the batch's part enters on its terms only, the row is minimised.
+    # place, the batch's part enters on its terms only, and the row is
+    # minimised over the batch's terms plus one common scale of the others.
     terms = np.ascontiguousarray(terms, dtype=np.intp)
+    in_batch = np.zeros(beta.shape[1], dtype=np.uint8)
+    in_batch[terms] = 1
     kept_responsibilities = np.empty((beta.shape[0], terms.size))
+    others = np.empty((beta.shape[0], 4))
     for step in range(max_steps):
-        online_mm_step(beta, statistics.responsibilities, statistics.code_sums,
-                       statistics.multipliers, terms, np.ascontiguousarray(weighted),
-                       np.ascontiguousarray(plain) if step == 0 else np.empty((0, 0)),
-                       kept_responsibilities, float(rho), float(n_docs), step == 0, 100, n_jobs)
+        online_block_step(beta, statistics.responsibilities, statistics.code_sums,
+                          statistics.multipliers, terms, in_batch, np.ascontiguousarray(weighted),
+                          np.ascontiguousarray(plain) if step == 0 else np.empty((0, 0)),
+                          kept_responsibilities, others, float(rho), float(n_docs), step == 0,
+                          step + 1 == max_steps, 100, n_jobs)
         plain = weighted = None
         if step + 1 < max_steps:
             # The batch's sums at the new topics, for the next MM step.

@@ -13,6 +13,7 @@ from stc import STC
 from stc.coding import CodingProblem, code_new_documents
 from stc.dictionary import CorpusLayout, update_dictionary
 from stc.losses import get_loss
+from stc._core._simplex import online_block_step
 from stc.online import OnlineStatistics, learn_from_batch, learning_rate, simplex_minimiser
 
 SMALL = dict(n_topics=5, lambda_=0.1, rho=0.01, random_state=0)
@@ -40,6 +41,86 @@ def test_simplex_minimiser_meets_the_kkt_conditions():
         g = gradient[k, support[k]]
         np.testing.assert_allclose(g, g.mean(), rtol=1e-9, atol=1e-9)
     assert np.all(beta[~support] == 0)
+
+
+def _block_step_problem(seed, n_terms=40, batch_terms=(2, 3, 5, 11, 12, 30)):
+    """Running statistics at a fixed point, a batch's sums on some terms, and its weight."""
+    rng = np.random.default_rng(seed)
+    K = 3
+    beta = rng.gamma(1.0, size=(K, n_terms))
+    beta /= beta.sum(axis=1, keepdims=True)
+    C = rng.uniform(0.5, 2.0, size=(K, n_terms))
+    stats = OnlineStatistics(beta * C, C, np.full(K, np.nan))  # beta: their minimiser
+    terms = np.array(batch_terms, dtype=np.intp)
+    plain = rng.uniform(0.0, 3.0, size=(terms.size, K))
+    weighted = rng.uniform(0.0, 3.0, size=(terms.size, K))
+    return beta, stats, terms, plain, weighted, 0.3, 7.0
+
+
+def _run_block_step(beta, stats, terms, plain, weighted, rho, n_docs):
+    in_batch = np.zeros(beta.shape[1], dtype=np.uint8)
+    in_batch[terms] = 1
+    others = np.empty((beta.shape[0], 4))
+    online_block_step(beta, stats.responsibilities, stats.code_sums, stats.multipliers, terms,
+                      in_batch, weighted, plain, np.empty((beta.shape[0], terms.size)), others,
+                      rho, n_docs, True, True)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_block_step_is_the_exact_minimiser_over_its_family(seed):
+    """The step minimises sum_n C beta - A log beta on the simplex over the batch's terms
+    and one common scale r of the other terms (their old rows times r): KKT conditions."""
+    beta, stats, terms, plain, weighted, rho, n_docs = _block_step_problem(seed)
+    old = beta.copy()
+    A_old, C_old = stats.responsibilities.copy(), stats.code_sums.copy()
+    _run_block_step(beta, stats, terms, plain, weighted, rho, n_docs)
+    assert_on_simplex(beta)
+    # The statistics the step minimised: the past decayed, the batch entered on its terms.
+    A, C = (1 - rho) * A_old, (1 - rho) * C_old
+    C[:, terms] += rho * plain.T / n_docs
+    A[:, terms] += (rho / n_docs) * old[:, terms] * weighted.T
+    np.testing.assert_allclose(stats.responsibilities, A, rtol=1e-13)
+    np.testing.assert_allclose(stats.code_sums, C, rtol=1e-13)
+    off = np.setdiff1d(np.arange(beta.shape[1]), terms)
+    r = beta[:, off] / old[:, off]
+    np.testing.assert_allclose(r, np.broadcast_to(r[:, :1], r.shape), rtol=1e-12)  # one scale
+    r = r[:, 0]
+    for k in range(beta.shape[0]):
+        nu = A[k, terms] / beta[k, terms] - C[k, terms]  # = nu on the batch's terms
+        np.testing.assert_allclose(nu, nu.mean(), rtol=1e-9)
+        # d/dr of r P - Q log r, with P = sum C beta_old and Q = sum A off the batch,
+        # equals -nu times the others' old mass
+        P, Q, u = C[k, off] @ old[k, off], A[k, off].sum(), old[k, off].sum()
+        np.testing.assert_allclose(Q / r[k] - P, nu.mean() * u, rtol=1e-9)
+        np.testing.assert_allclose(stats.multipliers[k], nu.mean(), rtol=1e-9)
+
+
+def test_block_step_over_every_term_is_the_full_minimiser():
+    beta, stats, terms, plain, weighted, rho, n_docs = _block_step_problem(
+        3, n_terms=12, batch_terms=range(12))
+    old = beta.copy()
+    _run_block_step(beta, stats, terms, plain, weighted, rho, n_docs)
+    full = simplex_minimiser(old, stats.responsibilities, stats.code_sums)
+    np.testing.assert_allclose(beta, full, rtol=1e-12)
+
+
+def test_block_step_lowers_the_surrogate_no_less_than_a_step_on_the_batch_alone():
+    """Against the old topics and against the minimiser over the batch's terms with the
+    others fixed, the step's family holds both: its surrogate is the lowest of the three."""
+    beta, stats, terms, plain, weighted, rho, n_docs = _block_step_problem(4)
+    old = beta.copy()
+    _run_block_step(beta, stats, terms, plain, weighted, rho, n_docs)
+    A, C = stats.responsibilities, stats.code_sums
+
+    def surrogate(b):
+        return np.sum(C * b - np.where(A > 0, A * np.log(b), 0.0), axis=1)
+
+    mass = old[:, terms].sum(axis=1, keepdims=True)  # the batch's terms keep their mass
+    on_batch = old.copy()
+    on_batch[:, terms] = mass * simplex_minimiser(old[:, terms] / mass, A[:, terms],
+                                                  C[:, terms] * mass)
+    assert np.all(surrogate(beta) < surrogate(old))
+    assert np.all(surrogate(beta) <= surrogate(on_batch) + 1e-12 * np.abs(surrogate(old)))
 
 
 def test_one_batch_with_full_weight_is_the_batch_mm_step(newsgroups):

@@ -573,61 +573,104 @@ def mm_minimiser_rows(const double[:, ::1] beta, const double[:, ::1] responsibi
     return out
 
 
-def online_mm_step(double[:, ::1] beta, double[:, ::1] responsibilities,
-                   double[:, ::1] code_sums, double[::1] multipliers,
-                   const Py_ssize_t[::1] terms, const double[:, ::1] weighted,
-                   const double[:, ::1] plain, double[:, ::1] kept, double rho, double n_docs,
-                   bint first, int max_iter=100, n_jobs=None):
-    """One MM step of online learning's dictionary step, in place, topics in parallel.
+def online_block_step(double[:, ::1] beta, double[:, ::1] responsibilities,
+                      double[:, ::1] code_sums, double[::1] multipliers,
+                      const Py_ssize_t[::1] terms, const unsigned char[::1] in_batch,
+                      const double[:, ::1] weighted, const double[:, ::1] plain,
+                      double[:, ::1] kept, double[:, ::1] others, double rho, double n_docs,
+                      bint first, bint last, int max_iter=100, n_jobs=None):
+    """One MM step of online learning's dictionary step on a batch's terms, in place.
 
-    For every topic k (row): on the ``first`` step of a batch, A and C (the
-    running statistics ``responsibilities`` and ``code_sums``, (K, N)) are
-    scaled by 1 - rho, the batch's code sums enter C on its ``terms``
+    Topic k's row of beta is split into the batch's ``terms`` (B, marked in
+    ``in_batch``) and the other terms, which move together: beta_n = r_k x
+    (their beta before the batch) off B. The step is the exact minimiser of
+    the surrogate sum_n (C_kn beta_n - A_kn log beta_n) over that family on
+    the simplex: the other terms enter as one more entry with a = sum A_kn
+    and c = sum C_kn beta_kn / u over them, u their mass before the batch
+    (its minimiser r u: the derivative of r P - Q log r), so `minimiser_row`
+    runs on len(B) + 1 entries instead of N. ``others`` (K, 4) holds per
+    topic that entry's a, c, u and its current mass.
+
+    On the ``first`` step of a batch, A and C (``responsibilities`` and
+    ``code_sums``, (K, N)) are scaled by 1 - rho and ``others`` is set (one
+    pass over the row), the batch's code sums enter C on its terms
     (C += rho * plain / n_docs) and ``kept`` (K, len(terms)) receives A on
     them; every step sets A = kept + (rho / n_docs) * beta * weighted on the
     terms, with ``weighted`` the batch's MM sums at the current topics
-    ((len(terms), K), like ``plain``), and overwrites ``beta``'s row with the
-    exact minimiser on the simplex (`minimiser_row`). One pass of
-    row-local work per topic: no (K, N) temporary and no gather or scatter
-    through numpy.
+    ((len(terms), K), like ``plain``), and solves; the ``last`` step scales
+    the other terms by r (a second pass). Topics in parallel.
     """
     cdef Py_ssize_t n_topics = beta.shape[0], n = beta.shape[1], n_terms = terms.shape[0]
-    cdef Py_ssize_t k, i, t
+    cdef Py_ssize_t k, i, t, size = n_terms + 1
     if (responsibilities.shape[0] != n_topics or responsibilities.shape[1] != n
             or code_sums.shape[0] != n_topics or code_sums.shape[1] != n
-            or multipliers.shape[0] != n_topics or weighted.shape[0] != n_terms
-            or weighted.shape[1] != n_topics or kept.shape[0] != n_topics
-            or kept.shape[1] != n_terms
+            or multipliers.shape[0] != n_topics or in_batch.shape[0] != n
+            or weighted.shape[0] != n_terms or weighted.shape[1] != n_topics
+            or kept.shape[0] != n_topics or kept.shape[1] != n_terms
+            or others.shape[0] != n_topics or others.shape[1] != 4
             or (first and (plain.shape[0] != n_terms or plain.shape[1] != n_topics))):
-        raise ValueError("online_mm_step: statistics must be (K, N), the batch's sums "
-                         "(terms, K), kept (K, terms) and multipliers (K,)")
+        raise ValueError("online_block_step: statistics must be (K, N), in_batch (N,), the "
+                         "batch's sums (terms, K), kept (K, terms), others (K, 4) and "
+                         "multipliers (K,)")
     for t in range(n_terms):
-        if terms[t] < 0 or terms[t] >= n:
-            raise ValueError(f"online_mm_step: term {terms[t]} out of range [0, {n})")
+        if terms[t] < 0 or terms[t] >= n or not in_batch[terms[t]]:
+            raise ValueError(f"online_block_step: term {terms[t]} out of range [0, {n}) "
+                             "or not marked in in_batch")
     cdef int n_threads = resolve_n_jobs(n_jobs)
     cdef double decay = 1.0 - rho, weight = rho / n_docs
-    cdef double* packed
+    cdef double other_a, other_cb, other_mass, ratio
+    cdef double* work
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     with nogil, parallel(num_threads=n_threads):
-        packed = <double*> malloc(2 * (n if n > 0 else 1) * sizeof(double))
-        if packed == NULL:
+        # a, c, beta, the minimiser's output, and its two packed scratch rows
+        work = <double*> malloc(6 * size * sizeof(double))
+        if work == NULL:
             failed[0] = 1
         for k in prange(n_topics, schedule="static"):
-            if packed == NULL:
+            if work == NULL:
                 continue
             if first:
+                other_a = 0.0
+                other_cb = 0.0
+                other_mass = 0.0
                 for i in range(n):
                     responsibilities[k, i] = responsibilities[k, i] * decay
                     code_sums[k, i] = code_sums[k, i] * decay
+                    if not in_batch[i]:
+                        other_a = other_a + responsibilities[k, i]
+                        other_cb = other_cb + code_sums[k, i] * beta[k, i]
+                        other_mass = other_mass + beta[k, i]
+                if other_mass > 0.0:
+                    others[k, 0] = other_a
+                    others[k, 1] = other_cb / other_mass
+                else:  # no mass off the batch: an entry that never gets any
+                    others[k, 0] = 0.0
+                    others[k, 1] = INFINITY
+                others[k, 2] = other_mass
+                others[k, 3] = other_mass
                 for t in range(n_terms):
                     code_sums[k, terms[t]] = rho * (plain[t, k] / n_docs) + code_sums[k, terms[t]]
                     kept[k, t] = responsibilities[k, terms[t]]
             for t in range(n_terms):
                 responsibilities[k, terms[t]] = ((beta[k, terms[t]] * weighted[t, k]) * weight
                                                  + kept[k, t])
-            multipliers[k] = minimiser_row(&responsibilities[k, 0], &code_sums[k, 0],
-                                           &beta[k, 0], &beta[k, 0], n, max_iter,
-                                           multipliers[k], packed, packed + n)
-        free(packed)
+                work[t] = responsibilities[k, terms[t]]
+                work[size + t] = code_sums[k, terms[t]]
+                work[2 * size + t] = beta[k, terms[t]]
+            work[n_terms] = others[k, 0]
+            work[size + n_terms] = others[k, 1]
+            work[2 * size + n_terms] = others[k, 3]
+            multipliers[k] = minimiser_row(work, work + size, work + 2 * size, work + 3 * size,
+                                           size, max_iter, multipliers[k], work + 4 * size,
+                                           work + 5 * size)
+            for t in range(n_terms):
+                beta[k, terms[t]] = work[3 * size + t]
+            others[k, 3] = work[3 * size + n_terms]
+            if last and others[k, 2] > 0.0 and others[k, 3] != others[k, 2]:
+                ratio = others[k, 3] / others[k, 2]
+                for i in range(n):
+                    if not in_batch[i]:
+                        beta[k, i] = beta[k, i] * ratio
+        free(work)
     if failed[0]:
         raise MemoryError("could not allocate the work space of the MM minimiser")

@@ -293,8 +293,8 @@ def stochastic_dictionary_step(beta, statistics, rho, n_docs, terms, sums, sums_
     others = np.empty((beta.shape[0], 4))
     for step in range(max_steps):
         online_block_step(beta, statistics.responsibilities, statistics.code_sums,
-                          statistics.multipliers, terms, in_batch, np.ascontiguousarray(weighted),
-                          np.ascontiguousarray(plain) if step == 0 else np.empty((0, 0)),
+                          statistics.multipliers, terms, in_batch, np.ascontiguousarray(weighted.T),
+                          np.ascontiguousarray(plain.T) if step == 0 else np.empty((0, 0)),
                           kept_responsibilities, others, float(rho), float(n_docs), step == 0,
                           step + 1 == max_steps, 100, n_jobs)
         plain = weighted = None

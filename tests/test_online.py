@@ -62,7 +62,8 @@ def _run_block_step(beta, stats, terms, plain, weighted, rho, n_docs):
     in_batch[terms] = 1
     others = np.empty((beta.shape[0], 4))
     online_block_step(beta, stats.responsibilities, stats.code_sums, stats.multipliers, terms,
-                      in_batch, weighted, plain, np.empty((beta.shape[0], terms.size)), others,
+                      in_batch, np.ascontiguousarray(weighted.T), np.ascontiguousarray(plain.T),
+                      np.empty((beta.shape[0], terms.size)), others,
                       rho, n_docs, True, True)
 
 

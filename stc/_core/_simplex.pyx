@@ -597,20 +597,20 @@ def online_block_step(double[:, ::1] beta, double[:, ::1] responsibilities,
     (C += rho * plain / n_docs) and ``kept`` (K, len(terms)) receives A on
     them; every step sets A = kept + (rho / n_docs) * beta * weighted on the
     terms, with ``weighted`` the batch's MM sums at the current topics
-    ((len(terms), K), like ``plain``), and solves; the ``last`` step scales
-    the other terms by r (a second pass). Topics in parallel.
+    ((K, len(terms)), like ``plain``: rows read in order), and solves; the
+    ``last`` step scales the other terms by r (a second pass). Topics in parallel.
     """
     cdef Py_ssize_t n_topics = beta.shape[0], n = beta.shape[1], n_terms = terms.shape[0]
     cdef Py_ssize_t k, i, t, size = n_terms + 1
     if (responsibilities.shape[0] != n_topics or responsibilities.shape[1] != n
             or code_sums.shape[0] != n_topics or code_sums.shape[1] != n
             or multipliers.shape[0] != n_topics or in_batch.shape[0] != n
-            or weighted.shape[0] != n_terms or weighted.shape[1] != n_topics
+            or weighted.shape[0] != n_topics or weighted.shape[1] != n_terms
             or kept.shape[0] != n_topics or kept.shape[1] != n_terms
             or others.shape[0] != n_topics or others.shape[1] != 4
-            or (first and (plain.shape[0] != n_terms or plain.shape[1] != n_topics))):
+            or (first and (plain.shape[0] != n_topics or plain.shape[1] != n_terms))):
         raise ValueError("online_block_step: statistics must be (K, N), in_batch (N,), the "
-                         "batch's sums (terms, K), kept (K, terms), others (K, 4) and "
+                         "batch's sums and kept (K, terms), others (K, 4) and "
                          "multipliers (K,)")
     for t in range(n_terms):
         if terms[t] < 0 or terms[t] >= n or not in_batch[terms[t]]:
@@ -649,10 +649,10 @@ def online_block_step(double[:, ::1] beta, double[:, ::1] responsibilities,
                 others[k, 2] = other_mass
                 others[k, 3] = other_mass
                 for t in range(n_terms):
-                    code_sums[k, terms[t]] = rho * (plain[t, k] / n_docs) + code_sums[k, terms[t]]
+                    code_sums[k, terms[t]] = rho * (plain[k, t] / n_docs) + code_sums[k, terms[t]]
                     kept[k, t] = responsibilities[k, terms[t]]
             for t in range(n_terms):
-                responsibilities[k, terms[t]] = ((beta[k, terms[t]] * weighted[t, k]) * weight
+                responsibilities[k, terms[t]] = ((beta[k, terms[t]] * weighted[k, t]) * weight
                                                  + kept[k, t])
                 work[t] = responsibilities[k, terms[t]]
                 work[size + t] = code_sums[k, terms[t]]

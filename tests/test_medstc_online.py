@@ -321,3 +321,60 @@ def test_labels_asked_of_a_file_without_them(tmp_path, labelled):
     # a stream of counts without labels is refused by fit_stream, naming what it needs
     with pytest.raises(TypeError, match="pairs"):
         MedSTC(**SMALL).fit_stream(stc.io.iter_batches(svm, 5), classes=np.unique(y))
+
+
+# ---- step 1: one label-free sweep where the codes only start step 2
+
+def _supervision_with_a_classifier(X, y, n_topics):
+    from stc.supervised.online import OnlineSupervision
+
+    supervision = OnlineSupervision(int(y.max()) + 1, 3e4, 3600.0, "auto", X.shape[0], 2)
+    supervision.coef = np.random.default_rng(0).normal(size=(int(y.max()) + 1, n_topics))
+    return supervision
+
+
+@pytest.mark.parametrize("with_classifier", [False, True])
+def test_step_one_makes_the_given_sweeps_or_codes_as_transform(labelled, with_classifier):
+    from stc.coding import code_new_documents
+    from stc.supervised.online import LABEL_FREE_SWEEPS, code_labelled_batch
+
+    X, y, _ = labelled
+    X, y = X[:120], y[:120]
+    model = MedSTC(**SMALL).partial_fit(X, y, classes=np.unique(y))
+    problem, beta = model._coding_problem(), model.components_
+    supervision = _supervision_with_a_classifier(X, y, beta.shape[0])
+    if not with_classifier:
+        supervision.coef = None
+    for sweeps in (LABEL_FREE_SWEEPS, 3, None):
+        coded = code_labelled_batch(problem, X, y, beta, supervision,
+                                    label_free_sweeps=sweeps)
+        expected_problem = problem if sweeps is None else problem.with_max_iter(sweeps)
+        theta, _, result = code_new_documents(expected_problem, X, beta)
+        # label-free codes of the batch's own columns: the same numbers
+        np.testing.assert_array_equal(coded.free_theta, theta)
+        if sweeps is not None:  # a document may converge before the cap
+            assert np.all(result.n_iter <= sweeps) and np.any(result.n_iter == sweeps)
+        if not with_classifier:  # no eta yet: the label-free codes are the batch's codes
+            np.testing.assert_array_equal(coded.theta, theta)
+
+
+def test_refit_within_a_pass_trains_on_converged_label_free_codes(labelled, monkeypatch):
+    """partial_fit (and a one-shot stream's last pass) refits on step 1's codes: those are
+    coded to convergence, as transform codes; a learning pass with a refit pass after it
+    makes one sweep."""
+    import stc.supervised.online as online
+
+    seen = []
+    real = online.code_labelled_batch
+
+    def spy(*args, **kwargs):
+        seen.append(args[6] if len(args) > 6 else kwargs.get("label_free_sweeps"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(online, "code_labelled_batch", spy)
+    X, y, _ = labelled
+    MedSTC(**SMALL).partial_fit(X[:150], y[:150], classes=np.unique(y))
+    assert seen == [None]
+    seen.clear()
+    MedSTC(**SMALL, n_passes=1).fit(X, y)  # refit in its own pass after the learning pass
+    assert seen == [online.LABEL_FREE_SWEEPS] * 4

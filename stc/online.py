@@ -292,8 +292,10 @@ def stochastic_dictionary_step(beta, statistics, rho, n_docs, terms, sums, sums_
     kept_responsibilities = np.empty((beta.shape[0], terms.size))
     others = np.empty((beta.shape[0], 4))
     for step in range(max_steps):
+        # the kernel reads the batch's sums topic by topic: (K, terms) rows
         online_block_step(beta, statistics.responsibilities, statistics.code_sums,
-                          statistics.multipliers, terms, in_batch, np.ascontiguousarray(weighted.T),
+                          statistics.multipliers, terms, in_batch,
+                          np.ascontiguousarray(weighted.T),
                           np.ascontiguousarray(plain.T) if step == 0 else np.empty((0, 0)),
                           kept_responsibilities, others, float(rho), float(n_docs), step == 0,
                           step + 1 == max_steps, 100, n_jobs)

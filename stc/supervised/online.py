@@ -51,7 +51,7 @@ from stc.online import (BatchOutcome, CodedBatch, batch_columns, batch_sums,
 from stc.supervised.steps import (SegmentEnd, halve_rejected_steps, refit_C_of_scale,
                                   shifted_mean_term)
 from stc.supervised.svm import loss_augmented_hinges, sample_hinges
-from stc.training import count_capped, iteration_problem
+from stc.training import count_capped, iteration_problem, step_capped_documents
 
 # Documents per step of `stochastic_svm_step` (the batch is cut into such chunks, in order).
 # Smaller chunks mean more, noisier steps. Not tuned: with 16, the averaged refit of an
@@ -182,15 +182,10 @@ def supervised_codes(problem, X, y_index, beta_t, supervision, n_jobs=None,
     ``supervision`` is only read (eta, C, cost, D and the sweeps).
     """
     beta = beta_t.T
-    if label_free_sweeps is None:
-        theta, codes, result = code_new_documents(problem, X, beta, keep_word_codes=True,
-                                                  n_jobs=n_jobs, beta_t=beta_t)
-        capped = count_capped(result, problem)
-    else:  # a fixed number of sweeps: none of them is capped
-        theta, codes, result = code_new_documents(
-            problem.with_max_iter(label_free_sweeps), X, beta, keep_word_codes=True,
-            n_jobs=n_jobs, beta_t=beta_t)
-        capped = 0
+    theta, codes, result = code_new_documents(iteration_problem(problem, label_free_sweeps), X,
+                                              beta, keep_word_codes=True, n_jobs=n_jobs,
+                                              beta_t=beta_t)
+    capped = step_capped_documents(result, problem, label_free_sweeps)
     free_theta = theta.copy()
     W = supervision.coef
     if W is None:  # no classifier yet: the label-free codes

@@ -720,7 +720,7 @@ def code_documents(CompiledLoss loss, CodingParams params, const int[::1] indptr
     call of one sweep (params.max_iter 1) does not evaluate the objective at
     the start codes: the start values are NaN. ``start_means``, if given, a
     float64 array like ``means``, receives the means of the start codes (with
-    ``beta``), the other end of MedSTC's backtracking segments.
+    the same topics), the other end of MedSTC's backtracking segments.
     """
     return code_corpus(loss, params, indptr, indices, data, beta_t, codes, theta, means,
                        theta_linear, active, True, with_start, start_means, n_jobs)

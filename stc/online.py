@@ -56,6 +56,7 @@ from stc._core._sparse_ops import mm_statistics, word_code_sums
 from stc.coding import code_new_documents
 from stc._core._simplex import mm_minimiser_rows, online_block_step
 from stc.dictionary import CorpusLayout
+from stc.training import count_capped
 
 # A new term enters every topic with this share times its frequency in the
 # batch, as the corpus part of `stc.dictionary.initial_dictionary` does.
@@ -239,9 +240,8 @@ def code_batch(problem, X, beta, n_jobs=None):
     layout, beta_t = batch_columns(X, beta)
     _, codes, result = code_new_documents(problem, layout.compact, beta_t.T,
                                           keep_word_codes=True, n_jobs=n_jobs, beta_t=beta_t)
-    capped = (int(np.count_nonzero(result.n_iter >= problem.max_iter))
-              if problem.max_iter else 0)
-    outcome = BatchOutcome(float(np.sum(result.objective)), X.shape[0], capped)
+    outcome = BatchOutcome(float(np.sum(result.objective)), X.shape[0],
+                           count_capped(result, problem))
     return batch_sums(X, codes, result.means, outcome, n_jobs, layout)
 
 

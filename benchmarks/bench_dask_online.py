@@ -13,7 +13,7 @@ otherwise, K topics, random_state=0:
 
 * in process: ``STC(learning_method="online", n_jobs=1).fit(X)``, with the
   time spent in the kernels (coding and MM sums: `stc.online.code_batch` and
-  `stc.online.CodedBatch.sums_at`) summed as well;
+  `stc.online.CodedBatch.responsibilities_at`) summed as well;
 * on a LocalCluster of W workers with one thread each: ``STC(..., n_jobs=1).fit``
   of the corpus as a dask array of W CSR row blocks (one per worker), through
   `stc.distributed.DaskOnlineTraining` so that the time each worker spends in
@@ -60,7 +60,7 @@ def in_process(X, params):
     """One in-process fit: (wall seconds, model, seconds inside the kernels).
 
     The kernel seconds are the time spent in `stc.online.code_batch` (coding
-    and the batch's MM sums) and `stc.online.CodedBatch.sums_at` (the sums of
+    and the batch's MM sums) and `stc.online.CodedBatch.responsibilities_at` (the sums of
     the further MM steps): the work a Dask worker does, whose busy time
     `DaskOnlineTraining` measures around the same two calls.
     """
@@ -83,8 +83,8 @@ def in_process(X, params):
     start = time.perf_counter()
     with warnings.catch_warnings(), \
             mock.patch.object(stc.online, "code_batch", timed(stc.online.code_batch)), \
-            mock.patch.object(stc.online.CodedBatch, "sums_at",
-                              timed(stc.online.CodedBatch.sums_at)):
+            mock.patch.object(stc.online.CodedBatch, "responsibilities_at",
+                              timed(stc.online.CodedBatch.responsibilities_at)):
         warnings.simplefilter("ignore")
         model = STC(**params).fit(X)
     return time.perf_counter() - start, model, kernel[0]

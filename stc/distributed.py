@@ -440,7 +440,7 @@ def _online_code(partition, problem, beta_columns, n_jobs, next_selection, keep_
                  coder=None):
     """Code the pending slice with its topic columns; select the next slice.
 
-    Returns (plain, weighted, `stc.online.BatchOutcome`, seconds spent coding,
+    Returns (plain, responsibilities, `stc.online.BatchOutcome`, seconds spent coding,
     the next slice's `_online_select` result or None, report). With
     ``keep_codes`` the slice's word codes stay on the worker for the further
     MM steps of the round. ``coder`` (online MedSTC's) codes the slice
@@ -461,47 +461,48 @@ def _online_code(partition, problem, beta_columns, n_jobs, next_selection, keep_
             partition.coded = code_batch(problem, X, beta_columns, n_jobs)
         else:
             partition.coded, report = coder(partition, problem, X, beta_columns, n_jobs)
-        plain, weighted, outcome = (partition.coded.plain, partition.coded.weighted,
-                                    partition.coded.outcome)
-        partition.coded.plain = partition.coded.weighted = None
+        plain, responsibilities, outcome = (partition.coded.plain,
+                                            partition.coded.responsibilities,
+                                            partition.coded.outcome)
+        partition.coded.plain = partition.coded.responsibilities = None
         if not keep_codes:
             partition.coded = None
     else:
         partition.coded = None
-        plain = weighted = np.zeros((0, beta_columns.shape[0]))
+        plain = responsibilities = np.zeros((beta_columns.shape[0], 0))
         outcome = BatchOutcome(0.0, 0, 0)
     busy = time.perf_counter() - start
     following = (None if next_selection is None
                  else _online_select(partition, *next_selection))
-    return plain, weighted, outcome, busy, following, report
+    return plain, responsibilities, outcome, busy, following, report
 
 
-def _online_sums_at(partition, loss, beta_columns, n_jobs):
-    """The coded slice's MM weighted sums at other topic columns, and the seconds spent."""
+def _online_responsibilities_at(partition, loss, beta_columns, n_jobs):
+    """The coded slice's responsibilities at other topic columns, and the seconds spent."""
     import time
 
     start = time.perf_counter()
     if partition.coded is None:
-        return np.zeros((0, beta_columns.shape[0])), 0.0
-    sums = partition.coded.sums_at(loss, beta_columns, n_jobs)
+        return np.zeros((beta_columns.shape[0], 0)), 0.0
+    sums = partition.coded.responsibilities_at(loss, beta_columns, None, n_jobs)
     return sums, time.perf_counter() - start
 
 
-def _add_rows(total, where, rows):
-    """total[where] += rows, ``where`` a slice's positions among the round's terms.
+def _add_columns(total, where, columns):
+    """total[:, where] += columns, ``where`` a slice's positions among the round's terms.
 
     A slice holding every term of the round (always so with one partition)
     has ``where`` = 0, 1, ...: it is added without fancy indexing, which
-    would copy (terms, K) arrays twice.
+    would copy (K, terms) arrays twice.
     """
-    if where.size == total.shape[0]:
-        total += rows
+    if where.size == total.shape[1]:
+        total += columns
     else:
-        total[where] += rows
+        total[:, where] += columns
 
 
 def _slice_columns(columns, where):
-    """The (K, terms of the round) ``columns`` at a slice's positions ``where`` (as `_add_rows`)."""
+    """The (K, terms of the round) ``columns`` at a slice's positions ``where``."""
     return columns if where.size == columns.shape[1] else np.take(columns, where, axis=1)
 
 
@@ -613,21 +614,22 @@ class DaskOnlineTraining:
         results = self.parts.run_each(_online_code, [
             (self.problem, np.take(self.beta, s[1], axis=1), self.n_jobs, nxt,
              self.max_steps > 1, coder) for s, nxt in zip(selected, following)])
-        plain = np.zeros((union.size, self.n_topics))
-        weighted = np.zeros((union.size, self.n_topics))
-        for (p_sums, w_sums, _, busy, _, _), where, i in zip(results, positions,
+        plain = np.zeros((self.n_topics, union.size))
+        responsibilities = np.zeros((self.n_topics, union.size))
+        for (p_sums, a_sums, _, busy, _, _), where, i in zip(results, positions,
                                                              range(len(results))):
-            _add_rows(plain, where, p_sums)
-            _add_rows(weighted, where, w_sums)
+            _add_columns(plain, where, p_sums)
+            _add_columns(responsibilities, where, a_sums)
             self.busy_seconds[i] += busy
 
-        def sums_at(columns):
-            answers = self.parts.run_each(_online_sums_at, [
+        def responsibilities_at(topics, terms):
+            columns = np.take(topics, terms, axis=1)
+            answers = self.parts.run_each(_online_responsibilities_at, [
                 (self.problem.loss, _slice_columns(columns, where), self.n_jobs)
                 for where in positions])
-            total = np.zeros((union.size, self.n_topics))
+            total = np.zeros((self.n_topics, union.size))
             for i, ((sums, busy), where) in enumerate(zip(answers, positions)):
-                _add_rows(total, where, sums)
+                _add_columns(total, where, sums)
                 self.busy_seconds[i] += busy
             return total
 
@@ -636,7 +638,8 @@ class DaskOnlineTraining:
         rho = learning_rate(self.n_batch_iter, self.learning_offset, self.learning_decay)
         self.statistics = stochastic_dictionary_step(
             self.beta, self.statistics, rho, n_docs, union,
-            SimpleNamespace(plain=plain, weighted=weighted), sums_at,
+            SimpleNamespace(plain=plain, responsibilities=responsibilities),
+            responsibilities_at,
             max_steps=self.max_steps, n_jobs=self.n_jobs)
         if self.labels is not None:  # online MedSTC: eta's step on the round's codes
             self.labels.learn([r[5] for r in results])

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from stc._core._sparse_ops import mm_statistics, word_code_sums
+from stc._core._sparse_ops import mm_first_statistics, mm_step_statistics
 from stc.coding import code_new_documents
 from stc._core._simplex import mm_minimiser_rows, online_block_step
 from stc.dictionary import CorpusLayout
@@ -215,19 +215,29 @@ def simplex_minimiser(beta, responsibilities, code_sums, multipliers=None, n_job
 
 @dataclass
 class CodedBatch:
-    """A coded batch and its MM sums over the terms it contains (`BatchLayout`)."""
+    """A coded batch and its MM sums over the terms it contains (`BatchLayout`).
+
+    The sums are (K, terms): topic by topic, as the dictionary step reads them.
+    """
 
     layout: BatchLayout
     codes: np.ndarray     # word codes (nnz of the batch, K)
-    plain: np.ndarray     # (terms, K): sum_j s_jk over the term's entries j
-    weighted: np.ndarray  # (terms, K): sum_j s_jk y_j / mean_j
+    plain: np.ndarray     # (K, terms): sum_j s_jk over the term's entries j
+    responsibilities: np.ndarray  # (K, terms): beta_kn sum_j s_jk y_j / mean_j
     outcome: BatchOutcome
 
-    def sums_at(self, loss, beta_columns, n_jobs=None):
-        """The weighted sums at other topics, given as their (K, terms) columns."""
+    def responsibilities_at(self, loss, beta, columns=None, n_jobs=None):
+        """The responsibilities at other topics, (K, terms).
+
+        ``beta`` holds the topics' columns for the batch's terms, (K, terms);
+        or with ``columns`` (the terms' positions among beta's columns, intp),
+        the topics over a vocabulary that holds them, (K, N).
+        """
         layout = self.layout
-        return mm_statistics(loss, layout.col_ptr, layout.col_entries, layout.data, self.codes,
-                             np.ascontiguousarray(beta_columns.T), n_jobs)[1]
+        out = np.empty((self.codes.shape[1], layout.terms.size))
+        mm_step_statistics(loss, layout.col_ptr, layout.col_entries, layout.col_data, self.codes,
+                           beta, out, n_jobs, columns)
+        return out
 
 
 def code_batch(problem, X, beta, n_jobs=None):
@@ -242,12 +252,13 @@ def code_batch(problem, X, beta, n_jobs=None):
                                           keep_word_codes=True, n_jobs=n_jobs, beta_t=beta_t)
     outcome = BatchOutcome(float(np.sum(result.objective)), X.shape[0],
                            count_capped(result, problem))
-    return batch_sums(X, codes, result.means, outcome, n_jobs, layout)
+    return batch_sums(X, beta, codes, result.means, outcome, n_jobs, layout)
 
 
-def batch_sums(X, codes, means, outcome, n_jobs=None, layout=None):
+def batch_sums(X, beta, codes, means, outcome, n_jobs=None, layout=None):
     """The `CodedBatch` of CSR batch ``X`` at given word codes and their means s_j . beta_j.
 
+    ``beta``: the topics the codes were made with, over ``X``'s columns.
     `code_batch` codes the batch first; online MedSTC gives its own codes
     (those of the shifted mean, `stc.supervised.online`). ``layout``: X's
     `BatchLayout`, if the caller has made it.
@@ -255,30 +266,34 @@ def batch_sums(X, codes, means, outcome, n_jobs=None, layout=None):
     if layout is None:
         layout = BatchLayout(X)
     ratio = np.divide(layout.data, means, out=np.zeros_like(means), where=means > 0)
-    plain, weighted = word_code_sums(layout.col_ptr, layout.col_entries, codes, ratio, n_jobs,
-                                     with_plain=True)
-    return CodedBatch(layout, codes, plain, weighted, outcome)
+    shape = (codes.shape[1], layout.terms.size)
+    plain, responsibilities = np.empty(shape), np.empty(shape)
+    mm_first_statistics(layout.col_ptr, layout.col_entries, codes, ratio, beta,
+                        responsibilities, plain, n_jobs, layout.terms)
+    return CodedBatch(layout, codes, plain, responsibilities, outcome)
 
 
-def stochastic_dictionary_step(beta, statistics, rho, n_docs, terms, sums, sums_at,
+def stochastic_dictionary_step(beta, statistics, rho, n_docs, terms, sums, responsibilities_at,
                                *, max_steps=3, n_jobs=None):
     """The online dictionary step from a batch's sums over its ``terms``; in place.
 
     ``sums`` holds the batch's MM sums at ``beta`` as attributes ``plain`` and
-    ``weighted``, (len(terms), K) each (a `CodedBatch`); the step takes them
-    and sets both attributes to None, so that they are freed once used.
-    ``n_docs`` is the batch's number of documents; ``statistics`` an
+    ``responsibilities``, (K, len(terms)) each (a `CodedBatch`); the step
+    takes them and sets both attributes to None, so that they are freed once
+    used. ``n_docs`` is the batch's number of documents; ``statistics`` an
     `OnlineStatistics` or None (first batch: started at ``beta``).
-    ``sums_at(columns)`` returns the batch's weighted sums at topics whose
-    (K, len(terms)) columns are given (for the MM steps after the first).
+    ``responsibilities_at(beta, terms)`` returns the batch's responsibilities
+    at the topics ``beta`` (K, N) (for the MM steps after the first).
     ``beta`` (C-contiguous float64) and the statistics are updated in place.
     Returns the statistics.
     """
     n_docs = max(n_docs, 1)
-    plain, weighted = sums.plain, sums.weighted
-    sums.plain = sums.weighted = None
+    plain, responsibilities = sums.plain, sums.responsibilities
+    sums.plain = sums.responsibilities = None
     if statistics is None:
-        statistics = OnlineStatistics.at_fixed_point(beta, plain.sum(axis=0) / n_docs)
+        # summed term after term, as over the (terms, K) layout
+        statistics = OnlineStatistics.at_fixed_point(
+            beta, np.ascontiguousarray(plain.T).sum(axis=0) / n_docs)
     if statistics.multipliers is None:
         statistics.multipliers = np.full(beta.shape[0], np.nan)
     # A and C scaled by 1 - rho scale the multiplier nu alike: Newton's start
@@ -292,17 +307,15 @@ def stochastic_dictionary_step(beta, statistics, rho, n_docs, terms, sums, sums_
     kept_responsibilities = np.empty((beta.shape[0], terms.size))
     others = np.empty((beta.shape[0], 4))
     for step in range(max_steps):
-        # the kernel reads the batch's sums topic by topic: (K, terms) rows
         online_block_step(beta, statistics.responsibilities, statistics.code_sums,
-                          statistics.multipliers, terms, in_batch,
-                          np.ascontiguousarray(weighted.T),
-                          np.ascontiguousarray(plain.T) if step == 0 else np.empty((0, 0)),
+                          statistics.multipliers, terms, in_batch, responsibilities,
+                          plain if step == 0 else np.empty((0, 0)),
                           kept_responsibilities, others, float(rho), float(n_docs), step == 0,
                           step + 1 == max_steps, 100, n_jobs)
-        plain = weighted = None
+        plain = responsibilities = None
         if step + 1 < max_steps:
-            # The batch's sums at the new topics, for the next MM step.
-            weighted = sums_at(np.take(beta, terms, axis=1))
+            # The batch's responsibilities at the new topics, for the next MM step.
+            responsibilities = responsibilities_at(beta, terms)
     return statistics
 
 
@@ -318,6 +331,6 @@ def learn_from_batch(problem, X, beta, statistics, rho, *, max_steps=3, n_jobs=N
         batch.codes = None  # no MM step re-reads them: free them before the step
     statistics = stochastic_dictionary_step(
         beta, statistics, rho, X.shape[0], batch.layout.terms, batch,
-        lambda columns: batch.sums_at(problem.loss, columns, n_jobs), max_steps=max_steps,
-        n_jobs=n_jobs)
+        lambda topics, terms: batch.responsibilities_at(problem.loss, topics, terms, n_jobs),
+        max_steps=max_steps, n_jobs=n_jobs)
     return beta, statistics, batch.outcome

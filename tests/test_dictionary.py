@@ -135,6 +135,48 @@ def test_mm_kernels_in_beta_layout_match_the_term_major_ones_bit_for_bit(n_jobs)
         mm_exact_rows(beta, a, c, new_nu, 100, n_jobs, out=beta)
 
 
+@pytest.mark.parametrize("n_jobs", [1, 3])
+def test_mm_kernels_read_a_batchs_columns_out_of_the_whole_vocabulary(n_jobs):
+    """Online learning's batch: the layout's terms are some columns of a larger beta. With
+    ``columns`` the kernels read them in place: the same sums, a and F, bit for bit, as
+    with those columns gathered into a (K, terms) array first."""
+    from stc._core._sparse_ops import mm_first_statistics, mm_step_statistics
+
+    X, layout, codes, beta_batch = random_problem(6, n_docs=30, n_features=90, n_topics=5,
+                                                  density=0.15, zero_codes=0.3)
+    rng = np.random.default_rng(6)
+    columns = np.sort(rng.choice(400, size=90, replace=False)).astype(np.intp)
+    beta = rng.gamma(1.0, size=(5, 400))
+    beta[:, columns] = beta_batch  # the batch's terms among the vocabulary
+    loss = PoissonLoss()
+    means = np.sum(codes * beta_batch[:, X.indices].T, axis=1)
+    ratio = np.divide(X.data, means, out=np.zeros_like(means), where=means > 0)
+    expected = [np.empty_like(beta_batch) for _ in range(3)]
+    mm_first_statistics(layout.col_ptr, layout.col_entries, codes, ratio, beta_batch,
+                        expected[0], expected[1], n_jobs)
+    value = mm_step_statistics(loss, layout.col_ptr, layout.col_entries, layout.col_data,
+                               codes, beta_batch, expected[2], n_jobs)
+    got = [np.empty_like(beta_batch) for _ in range(3)]
+    mm_first_statistics(layout.col_ptr, layout.col_entries, codes, ratio, beta, got[0], got[1],
+                        n_jobs, columns)
+    assert mm_step_statistics(loss, layout.col_ptr, layout.col_entries, layout.col_data, codes,
+                              beta, got[2], n_jobs, columns) == value
+    for a, b in zip(got, expected):
+        assert np.array_equal(a, b)
+    out = np.empty_like(beta_batch)
+    for bad, match in [(columns[:-1], "90 entries"), (columns.astype(np.int32), "intp"),
+                       (np.where(columns == columns[-1], 400, columns), r"\[0, 400\)")]:
+        with pytest.raises(ValueError, match=match):
+            mm_step_statistics(loss, layout.col_ptr, layout.col_entries, layout.col_data, codes,
+                               beta, out, n_jobs, bad)
+        with pytest.raises(ValueError, match=match):
+            mm_first_statistics(layout.col_ptr, layout.col_entries, codes, ratio, beta, out,
+                                got[1], n_jobs, bad)
+    with pytest.raises(ValueError, match=r"beta must be \(5, 90\)"):
+        mm_step_statistics(loss, layout.col_ptr, layout.col_entries, layout.col_data, codes,
+                           beta, out, n_jobs)
+
+
 CASES = [
     ("poisson", "mm", "counts"),
     ("poisson", "pg", "counts"),

@@ -61,8 +61,10 @@ def _run_block_step(beta, stats, terms, plain, weighted, rho, n_docs):
     in_batch = np.zeros(beta.shape[1], dtype=np.uint8)
     in_batch[terms] = 1
     others = np.empty((beta.shape[0], 4))
+    # the batch's responsibilities at the topics it was coded with: beta * weighted sums
+    batch_responsibilities = np.ascontiguousarray(beta[:, terms] * weighted.T)
     online_block_step(beta, stats.responsibilities, stats.code_sums, stats.multipliers, terms,
-                      in_batch, np.ascontiguousarray(weighted.T), np.ascontiguousarray(plain.T),
+                      in_batch, batch_responsibilities, np.ascontiguousarray(plain.T),
                       np.empty((beta.shape[0], terms.size)), others,
                       rho, n_docs, True, True)
 

@@ -576,7 +576,7 @@ def mm_minimiser_rows(const double[:, ::1] beta, const double[:, ::1] responsibi
 def online_block_step(double[:, ::1] beta, double[:, ::1] responsibilities,
                       double[:, ::1] code_sums, double[::1] multipliers,
                       const Py_ssize_t[::1] terms, const unsigned char[::1] in_batch,
-                      const double[:, ::1] weighted, const double[:, ::1] plain,
+                      const double[:, ::1] batch_responsibilities, const double[:, ::1] plain,
                       double[:, ::1] kept, double[:, ::1] others, double rho, double n_docs,
                       bint first, bint last, int max_iter=100, n_jobs=None):
     """One MM step of online learning's dictionary step on a batch's terms, in place.
@@ -595,17 +595,20 @@ def online_block_step(double[:, ::1] beta, double[:, ::1] responsibilities,
     ``code_sums``, (K, N)) are scaled by 1 - rho and ``others`` is set (one
     pass over the row), the batch's code sums enter C on its terms
     (C += rho * plain / n_docs) and ``kept`` (K, len(terms)) receives A on
-    them; every step sets A = kept + (rho / n_docs) * beta * weighted on the
-    terms, with ``weighted`` the batch's MM sums at the current topics
-    ((K, len(terms)), like ``plain``: rows read in order), and solves; the
-    ``last`` step scales the other terms by r (a second pass). Topics in parallel.
+    them; every step sets A = kept + (rho / n_docs) * a on the terms, with
+    ``batch_responsibilities`` the batch's a = beta * (MM sums) at the current
+    topics ((K, len(terms)), like ``plain``: rows read in order;
+    `stc._core._sparse_ops.mm_first_statistics` and `mm_step_statistics`
+    with their ``columns``), and solves; the ``last`` step scales the other
+    terms by r (a second pass). Topics in parallel.
     """
     cdef Py_ssize_t n_topics = beta.shape[0], n = beta.shape[1], n_terms = terms.shape[0]
     cdef Py_ssize_t k, i, t, size = n_terms + 1
     if (responsibilities.shape[0] != n_topics or responsibilities.shape[1] != n
             or code_sums.shape[0] != n_topics or code_sums.shape[1] != n
             or multipliers.shape[0] != n_topics or in_batch.shape[0] != n
-            or weighted.shape[0] != n_topics or weighted.shape[1] != n_terms
+            or batch_responsibilities.shape[0] != n_topics
+            or batch_responsibilities.shape[1] != n_terms
             or kept.shape[0] != n_topics or kept.shape[1] != n_terms
             or others.shape[0] != n_topics or others.shape[1] != 4
             or (first and (plain.shape[0] != n_topics or plain.shape[1] != n_terms))):
@@ -652,8 +655,7 @@ def online_block_step(double[:, ::1] beta, double[:, ::1] responsibilities,
                     code_sums[k, terms[t]] = rho * (plain[k, t] / n_docs) + code_sums[k, terms[t]]
                     kept[k, t] = responsibilities[k, terms[t]]
             for t in range(n_terms):
-                responsibilities[k, terms[t]] = ((beta[k, terms[t]] * weighted[k, t]) * weight
-                                                 + kept[k, t])
+                responsibilities[k, terms[t]] = batch_responsibilities[k, t] * weight + kept[k, t]
                 work[t] = responsibilities[k, terms[t]]
                 work[size + t] = code_sums[k, terms[t]]
                 work[2 * size + t] = beta[k, terms[t]]

@@ -195,9 +195,31 @@ def _check_topic_major(name, array, n_topics, n_features):
                          f"({n_topics}, {n_features})")
 
 
+def _beta_columns(beta, columns, n_topics, n_features):
+    """Check ``beta`` against the layout's terms; return the index of their beta columns.
+
+    Without ``columns`` term n's topic weights are beta[:, n] (beta is (K,
+    n_features)); with it, beta[:, columns[n]]: beta holds every term of a
+    vocabulary of which the layout's are a part (online learning's batch).
+    """
+    if columns is None:
+        if beta.shape[0] != n_topics or beta.shape[1] != n_features:
+            raise ValueError(f"beta must be ({n_topics}, {n_features})")
+        return np.arange(n_features, dtype=np.intp)
+    columns = np.asarray(columns)
+    if columns.dtype != np.intp or columns.ndim != 1 or not columns.flags.c_contiguous:
+        raise ValueError("columns must be a C-contiguous 1-D intp array")
+    if beta.shape[0] != n_topics or columns.shape[0] != n_features:
+        raise ValueError(f"beta must have {n_topics} rows and columns {n_features} entries")
+    if n_features and (columns.min() < 0 or columns.max() >= beta.shape[1]):
+        raise ValueError(f"columns must lie in [0, {beta.shape[1]})")
+    return columns
+
+
 def mm_step_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1] col_entries,
                        const double[::1] col_data, const double[:, ::1] codes,
-                       const double[:, ::1] beta, responsibilities=None, n_jobs=None):
+                       const double[:, ::1] beta, responsibilities=None, n_jobs=None,
+                       columns=None):
     """`mm_statistics` with beta (K, N) as it is, and a = beta * sums written (K, N).
 
     ``col_data`` holds the values y_j term by term (``data[col_entries]``).
@@ -207,12 +229,13 @@ def mm_step_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1]
     exactly as `mm_statistics` forms it. Blocks of terms are gathered from and
     written to beta's layout through a small buffer per thread: no transposed
     copy of beta nor (N, K) sums, and no strided pass over a whole array.
+    ``columns`` (see `_beta_columns`): term n's topic weights are
+    beta[:, columns[n]]; ``responsibilities`` is then (K, terms of the layout).
     """
     cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.shape[1], n, k
-    if (beta.shape[0] != n_topics or beta.shape[1] != n_features
-            or col_data.shape[0] != codes.shape[0] or col_entries.shape[0] != codes.shape[0]):
-        raise ValueError("beta must be (n_topics, n_features), and col_data and col_entries "
-                         "one value per code row")
+    if col_data.shape[0] != codes.shape[0] or col_entries.shape[0] != codes.shape[0]:
+        raise ValueError("col_data and col_entries must hold one value per code row")
+    cdef const Py_ssize_t[::1] column = _beta_columns(beta, columns, n_topics, n_features)
     cdef bint with_sums = responsibilities is not None
     if with_sums:
         _check_topic_major("responsibilities", responsibilities, n_topics, n_features)
@@ -238,7 +261,7 @@ def mm_step_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1]
             count = n_features - first if n_features - first < TERM_BLOCK else TERM_BLOCK
             for k in range(n_topics):
                 for t in range(count):
-                    weights[t * n_topics + k] = beta[k, first + t]
+                    weights[t * n_topics + k] = beta[k, column[first + t]]
             for t in range(count * n_topics):
                 sums[t] = 0.0
             for t in range(count):
@@ -250,7 +273,7 @@ def mm_step_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1]
             if with_sums:
                 for k in range(n_topics):
                     for t in range(count):
-                        a_v[k, first + t] = beta[k, first + t] * sums[t * n_topics + k]
+                        a_v[k, first + t] = beta[k, column[first + t]] * sums[t * n_topics + k]
         free(weights)
     if failed[0]:
         raise MemoryError("could not allocate the work space of the MM statistics")
@@ -259,18 +282,21 @@ def mm_step_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1]
 
 def mm_first_statistics(const int[::1] col_ptr, const int[::1] col_entries,
                         const double[:, ::1] codes, const double[::1] ratios,
-                        const double[:, ::1] beta, responsibilities, code_sums, n_jobs=None):
+                        const double[:, ::1] beta, responsibilities, code_sums, n_jobs=None,
+                        columns=None):
     """The first MM step's statistics in beta's (K, N) layout, in one pass over the codes.
 
     Sets code_sums[k, n] = sum over the entries j of term n of codes[j, k] and
     responsibilities[k, n] = beta[k, n] * (sum of ratios[j] * codes[j, k]):
     `word_code_sums` (``with_plain``) transposed, with a formed, each sum
     accumulated in the same order. Both outputs: writable C-contiguous (K, N).
+    ``columns`` as `mm_step_statistics`' (the outputs are then (K, terms of
+    the layout)).
     """
     cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.shape[1], n, p, j, k
-    if (beta.shape[0] != n_topics or beta.shape[1] != n_features
-            or ratios.shape[0] != codes.shape[0]):
-        raise ValueError("beta must be (n_topics, n_features) and ratios one value per code row")
+    if ratios.shape[0] != codes.shape[0]:
+        raise ValueError("ratios must hold one value per code row")
+    cdef const Py_ssize_t[::1] column = _beta_columns(beta, columns, n_topics, n_features)
     _check_topic_major("responsibilities", responsibilities, n_topics, n_features)
     _check_topic_major("code_sums", code_sums, n_topics, n_features)
     cdef double[:, ::1] a_v = responsibilities, c_v = code_sums
@@ -304,7 +330,7 @@ def mm_first_statistics(const int[::1] col_ptr, const int[::1] col_entries,
                     add_scaled_row(plain + t * n_topics, &codes[j, 0], 1.0, n_topics)
             for k in range(n_topics):
                 for t in range(count):
-                    a_v[k, first + t] = beta[k, first + t] * weighted[t * n_topics + k]
+                    a_v[k, first + t] = beta[k, column[first + t]] * weighted[t * n_topics + k]
                     c_v[k, first + t] = plain[t * n_topics + k]
         free(weighted)
     if failed[0]:

@@ -248,7 +248,7 @@ def code_labelled_batch(problem, X, y_index, beta, supervision, n_jobs=None,
     hinge = (np.full(X.shape[0], cost) if W is None else sample_hinges(W, theta, y_index, cost))
     outcome = BatchOutcome(float(np.sum(objective) + C / supervision.n_docs() * np.sum(hinge)),
                            X.shape[0], capped)
-    return LabelledCodes(batch_sums(X, codes, means, outcome, n_jobs, layout), free_theta,
+    return LabelledCodes(batch_sums(X, beta, codes, means, outcome, n_jobs, layout), free_theta,
                          theta, rejected)
 
 
@@ -278,7 +278,8 @@ def learn_labelled_batch(problem, batch, state, supervision, options, rng, *, re
         sums.codes = None  # no MM step re-reads them
     state.statistics = stochastic_dictionary_step(
         state.components, statistics, rho, X.shape[0], sums.layout.terms, sums,
-        lambda columns: sums.sums_at(problem.loss, columns, options.n_jobs),
+        lambda topics, terms: sums.responsibilities_at(problem.loss, topics, terms,
+                                                       options.n_jobs),
         max_steps=options.dictionary_max_iter, n_jobs=options.n_jobs)
     outcome = sums.outcome
     coded.sums = sums = None  # the word codes: freed before eta's steps

@@ -236,7 +236,7 @@ class CodedBatch:
         layout = self.layout
         out = np.empty((self.codes.shape[1], layout.terms.size))
         mm_step_statistics(loss, layout.col_ptr, layout.col_entries, layout.col_data, self.codes,
-                           beta, out, n_jobs, columns)
+                           beta, out, n_jobs, columns, with_loss=False)
         return out
 
 

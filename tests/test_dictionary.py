@@ -164,6 +164,11 @@ def test_mm_kernels_read_a_batchs_columns_out_of_the_whole_vocabulary(n_jobs):
     for a, b in zip(got, expected):
         assert np.array_equal(a, b)
     out = np.empty_like(beta_batch)
+    # online learning's steps need a only: without the loss, the same a and F is NaN
+    assert np.isnan(mm_step_statistics(loss, layout.col_ptr, layout.col_entries,
+                                       layout.col_data, codes, beta, out, n_jobs, columns,
+                                       with_loss=False))
+    assert np.array_equal(out, expected[2])
     for bad, match in [(columns[:-1], "90 entries"), (columns.astype(np.int32), "intp"),
                        (np.where(columns == columns[-1], 400, columns), r"\[0, 400\)")]:
         with pytest.raises(ValueError, match=match):

@@ -107,7 +107,7 @@ def word_code_sums(const int[::1] col_ptr, const int[::1] col_entries,
 cdef double term_mm_pass(CompiledLoss loss, const int* entries, Py_ssize_t count,
                         const double* data, bint by_entry, const double* codes,
                         Py_ssize_t n_topics, const double* topic_weights, double* sums,
-                        Py_ssize_t n_entries_left) noexcept nogil:
+                        Py_ssize_t n_entries_left, bint with_loss) noexcept nogil:
     """One term of `mm_statistics`: returns sum_j loss(y_j, mean_j) over its entries.
 
     With ``sums`` (K doubles, accumulated into) adds (y_j / mean_j) codes[j]
@@ -118,6 +118,7 @@ cdef double term_mm_pass(CompiledLoss loss, const int* entries, Py_ssize_t count
     the prefetch (entries of X from this term on). y_j is data[j] when
     ``by_entry``, else data[p] for the term's p-th entry: values stored term
     by term are read in sequence, where data[j] is a cache miss per entry.
+    Without ``with_loss`` the loss is not evaluated (0 is returned).
     """
     cdef Py_ssize_t p = 0, q, k
     cdef double acc = 0.0, m0, m1, m2, m3, y
@@ -139,7 +140,8 @@ cdef double term_mm_pass(CompiledLoss loss, const int* entries, Py_ssize_t count
         means[0], means[1], means[2], means[3] = m0, m1, m2, m3
         for q in range(4):
             y = data[entries[p + q]] if by_entry else data[p + q]
-            acc = acc + loss._loss(y, means[q])
+            if with_loss:
+                acc = acc + loss._loss(y, means[q])
             if sums != NULL and means[q] > 0.0:
                 add_scaled_row(sums, rows[q], y / means[q], n_topics)
         p += 4
@@ -149,7 +151,8 @@ cdef double term_mm_pass(CompiledLoss loss, const int* entries, Py_ssize_t count
         for k in range(n_topics):
             m0 = m0 + rows[0][k] * topic_weights[k]
         y = data[entries[p]] if by_entry else data[p]
-        acc = acc + loss._loss(y, m0)
+        if with_loss:
+            acc = acc + loss._loss(y, m0)
         if sums != NULL and m0 > 0.0:
             add_scaled_row(sums, rows[0], y / m0, n_topics)
         p += 1
@@ -183,7 +186,7 @@ def mm_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1] col_
             term_v[n] = term_mm_pass(loss, &col_entries[col_ptr[n]], col_ptr[n + 1] - col_ptr[n],
                                      &data[0], True, &codes[0, 0], n_topics, &beta_t[n, 0],
                                      &sums_v[n, 0] if with_ratio_sums else NULL,
-                                     n_entries - col_ptr[n])
+                                     n_entries - col_ptr[n], True)
     return float(np.sum(term_losses)), (sums if with_ratio_sums else None)
 
 
@@ -219,7 +222,7 @@ def _beta_columns(beta, columns, n_topics, n_features):
 def mm_step_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1] col_entries,
                        const double[::1] col_data, const double[:, ::1] codes,
                        const double[:, ::1] beta, responsibilities=None, n_jobs=None,
-                       columns=None):
+                       columns=None, bint with_loss=True):
     """`mm_statistics` with beta (K, N) as it is, and a = beta * sums written (K, N).
 
     ``col_data`` holds the values y_j term by term (``data[col_entries]``).
@@ -231,6 +234,8 @@ def mm_step_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1]
     copy of beta nor (N, K) sums, and no strided pass over a whole array.
     ``columns`` (see `_beta_columns`): term n's topic weights are
     beta[:, columns[n]]; ``responsibilities`` is then (K, terms of the layout).
+    Without ``with_loss`` F is not evaluated (NaN is returned): online
+    learning's step needs a only, and the loss costs a logarithm per entry.
     """
     cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.shape[1], n, k
     if col_data.shape[0] != codes.shape[0] or col_entries.shape[0] != codes.shape[0]:
@@ -269,7 +274,8 @@ def mm_step_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1]
                 term_v[n] = term_mm_pass(
                     loss, &col_entries[col_ptr[n]], col_ptr[n + 1] - col_ptr[n],
                     &col_data[col_ptr[n]], False, &codes[0, 0], n_topics, weights + t * n_topics,
-                    sums + t * n_topics if with_sums else NULL, n_entries - col_ptr[n])
+                    sums + t * n_topics if with_sums else NULL, n_entries - col_ptr[n],
+                    with_loss)
             if with_sums:
                 for k in range(n_topics):
                     for t in range(count):
@@ -277,7 +283,7 @@ def mm_step_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1]
         free(weights)
     if failed[0]:
         raise MemoryError("could not allocate the work space of the MM statistics")
-    return float(np.sum(term_losses))
+    return float(np.sum(term_losses)) if with_loss else float("nan")
 
 
 def mm_first_statistics(const int[::1] col_ptr, const int[::1] col_entries,

@@ -90,8 +90,10 @@ def introduce_new_terms(beta, X):
 
 def introduce_terms_by_count(beta, counts):
     """`introduce_new_terms` given the batch's token count of every term, (N,)."""
-    new = (counts > 0) & ~(beta.sum(axis=0) > 0)
-    if np.any(new):
+    present = np.flatnonzero(counts > 0)
+    # only the batch's own columns are read: in later passes no term is new
+    new = present[~np.any(np.take(beta, present, axis=1) > 0, axis=0)]
+    if new.size:
         beta[:, new] = NEW_TERM_SHARE * counts[new] / counts.sum()
         beta /= beta.sum(axis=1, keepdims=True)
     return beta

@@ -14,7 +14,8 @@ from stc.coding import CodingProblem, code_new_documents
 from stc.dictionary import CorpusLayout, update_dictionary
 from stc.losses import get_loss
 from stc._core._simplex import online_block_step
-from stc.online import OnlineStatistics, learn_from_batch, learning_rate, simplex_minimiser
+from stc.online import (NEW_TERM_SHARE, OnlineStatistics, introduce_new_terms, learn_from_batch,
+                        learning_rate, simplex_minimiser)
 
 SMALL = dict(n_topics=5, lambda_=0.1, rho=0.01, random_state=0)
 
@@ -41,6 +42,26 @@ def test_simplex_minimiser_meets_the_kkt_conditions():
         g = gradient[k, support[k]]
         np.testing.assert_allclose(g, g.mean(), rtol=1e-9, atol=1e-9)
     assert np.all(beta[~support] == 0)
+
+
+def test_new_terms_of_a_batch_enter_every_topic_and_the_rows_stay_on_the_simplex():
+    """Terms of the batch no topic weighs get NEW_TERM_SHARE x their share of the batch's
+    tokens in every topic, then each row is rescaled; unseen terms outside the batch stay
+    at zero, and the known terms keep their ratios."""
+    beta = np.array([[0.5, 0.0, 0.3, 0.0, 0.2, 0.0],
+                     [0.1, 0.0, 0.6, 0.0, 0.3, 0.0]])
+    X = sp.csr_matrix(np.array([[2.0, 3.0, 0.0, 0.0, 0.0, 0.0],
+                                [0.0, 1.0, 0.0, 4.0, 0.0, 0.0]]))  # terms 1 and 3 are new
+    old = beta.copy()
+    introduce_new_terms(beta, X)
+    assert_on_simplex(beta)
+    raw = old.copy()
+    raw[:, [1, 3]] = NEW_TERM_SHARE * np.array([4.0, 4.0]) / 10.0
+    np.testing.assert_allclose(beta, raw / raw.sum(axis=1, keepdims=True), rtol=1e-15)
+    assert np.all(beta[:, 5] == 0.0)  # never seen
+    again = beta.copy()
+    introduce_new_terms(beta, X)  # nothing new any more: untouched
+    assert np.array_equal(beta, again)
 
 
 def _block_step_problem(seed, n_terms=40, batch_terms=(2, 3, 5, 11, 12, 30)):

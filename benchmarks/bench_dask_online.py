@@ -60,9 +60,9 @@ def in_process(X, params):
     """One in-process fit: (wall seconds, model, seconds inside the kernels).
 
     The kernel seconds are the time spent in `stc.online.code_batch` (coding
-    and the batch's MM sums) and `stc.online.CodedBatch.responsibilities_at` (the sums of
-    the further MM steps): the work a Dask worker does, whose busy time
-    `DaskOnlineTraining` measures around the same two calls.
+    and the batch's MM sums) and `stc.online.CodedBatch.responsibilities_at`
+    (the sums of the further MM steps): the work a Dask worker does, whose
+    busy time `DaskOnlineTraining` measures around the same two calls.
     """
     from unittest import mock
 

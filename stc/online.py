@@ -293,7 +293,7 @@ def stochastic_dictionary_step(beta, statistics, rho, n_docs, terms, sums, respo
     plain, responsibilities = sums.plain, sums.responsibilities
     sums.plain = sums.responsibilities = None
     if statistics is None:
-        # summed term after term, as over the (terms, K) layout
+        # from (terms, K) numpy sums each topic's column term after term, in order
         statistics = OnlineStatistics.at_fixed_point(
             beta, np.ascontiguousarray(plain.T).sum(axis=0) / n_docs)
     if statistics.multipliers is None:

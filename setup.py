@@ -79,6 +79,7 @@ EXTENSIONS = [
     "stc.losses._base",
     "stc.losses._builtin",
     "stc.losses._testing",
+    "stc._core._simd",
     "stc._core._coding",
     "stc._core._simplex",
     "stc._core._sparse_ops",

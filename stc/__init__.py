@@ -2,7 +2,7 @@
 documents and words, learned by coordinate descent; MedSTC adds a max-margin
 classifier on the document codes."""
 __all__ = ["DataWarning", "FitInterruptedWarning", "MedSTC", "STC", "openmp_enabled",
-           "get_include", "load", "report"]
+           "get_include", "load", "report", "show_config"]
 # The one place of the version: the package metadata (pyproject.toml), `stc --version`,
 # model files and the documentation read it.
 __version__ = "0.1.0"
@@ -11,7 +11,8 @@ __version__ = "0.1.0"
 # `stc` command's quick answers) need not load scikit-learn and scipy.
 _PUBLIC = {"DataWarning": "stc._validation", "FitInterruptedWarning": "stc.training",
            "MedSTC": "stc.supervised", "STC": "stc._stc", "openmp_enabled": "stc._core._openmp",
-           "load": "stc._persistence", "report": "stc._report"}
+           "load": "stc._persistence", "report": "stc._report",
+           "show_config": "stc._config"}
 # `load` finds the estimator classes in the table they register in when imported.
 _IMPORTED_FIRST = {"load": ("stc._stc", "stc.supervised")}
 # Submodules that `import stc` used to import, so that `stc.losses` etc. still work.

@@ -6,6 +6,7 @@ import os
 import numpy as np
 import pytest
 
+from stc._core import _simd as simd
 from stc.datasets import load_newsgroups_split
 from stc.losses import PythonLoss
 
@@ -54,6 +55,14 @@ def newsgroups():
     return load_newsgroups_split()
 
 
+@pytest.fixture(params=simd.levels())
+def simd_level(request):
+    """Each vector level of the coding kernels this machine runs, restored afterwards."""
+    previous = simd.set_level(request.param)
+    yield request.param
+    simd.set_level(previous)
+
+
 @pytest.fixture
 def numpy_poisson():
     return NumpyPoisson()
@@ -82,4 +91,5 @@ def pytest_report_header(config):
     import stc
 
     return (f"stc {stc.__version__} from {os.path.dirname(stc.__file__)} "
-            f"(OpenMP {'on' if stc.openmp_enabled() else 'off'})")
+            f"(OpenMP {'on' if stc.openmp_enabled() else 'off'}; vector level "
+            f"{simd.level()} of {', '.join(simd.levels())})")

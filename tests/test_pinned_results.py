@@ -144,7 +144,8 @@ def test_two_pins_are_the_old_default_fits_at_the_papers_parameters(name, estima
 
 @brief_fit
 @pytest.mark.parametrize("name", sorted(PINS))
-def test_fit_is_bit_identical_to_the_pinned_run(name, newsgroups, numpy_poisson):
+def test_fit_is_bit_identical_to_the_pinned_run(name, newsgroups, numpy_poisson, simd_level):
+    """At every vector level of the coding kernels this machine runs (`simd_level`)."""
     train, test = newsgroups
     model, X, y, X_test = cases(train, test, numpy_poisson)[name]
     model.fit(X) if y is None else model.fit(X, y)

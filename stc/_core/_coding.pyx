@@ -28,6 +28,7 @@ from cython.parallel cimport parallel, prange
 from libc.math cimport INFINITY, NAN, fabs, isfinite
 from libc.stdlib cimport free, malloc
 
+from stc._core._simd cimport add_topic, coupling_slope, remove_topic
 from stc.losses._base cimport CompiledLoss
 
 import numpy as np
@@ -48,41 +49,11 @@ cdef int FAILURE_HESSIAN = _constants.FAILURE_HESSIAN
 cdef int FAILURE_LOSS = _constants.FAILURE_LOSS
 
 
-cdef extern from *:
-    """
-    #if defined(__GNUC__) || defined(__clang__)
-    #define STC_NOINLINE __attribute__((noinline))
-    #elif defined(_MSC_VER)
-    #define STC_NOINLINE __declspec(noinline)
-    #else
-    #define STC_NOINLINE
-    #endif
-    /* `solve_topic_words`'s sums over one topic's words: the coupling part of the slope
-       sum_n 2 gamma (t - s_n) and of the curvature (see there), from the codes s_k and
-       their curvatures b^2 l'' (read where s_n > 0 only). Kept out of line: inlined into
-       the document loop with the rest of the kernel, this loop, run after every word-code
-       update, loses its registers to the loop around it (3 more instructions a word). */
-    static STC_NOINLINE double stc_coupling_slope(Py_ssize_t n, const double* s_k,
-                                                  const double* curvatures, double t,
-                                                  double gamma, double quad,
-                                                  double* curvature) {
-        double slope = 0.0, curv = 0.0;
-        Py_ssize_t i;
-        for (i = 0; i < n; i++) {
-            double x = s_k[i];
-            slope += 2.0 * gamma * (t - x);
-            if (x > 0.0)
-                curv += 2.0 * gamma * (1.0 - 2.0 * gamma / (curvatures[i] + 2.0 * quad));
-            else
-                curv += 2.0 * gamma;
-        }
-        *curvature = curv;
-        return slope;
-    }
-    """
-    double stc_coupling_slope(Py_ssize_t n, const double* s_k, const double* curvatures,
-                              double t, double gamma, double quad,
-                              double* curvature) noexcept nogil
+cdef extern from "_vector_kernels.h":
+    void prefetch_row "stc_prefetch_row"(const double* row, Py_ssize_t n) noexcept nogil
+
+# Words ahead whose topic weights `load_document` asks the memory for.
+cdef Py_ssize_t LOAD_AHEAD = 8
 
 
 cdef struct CodingParams:
@@ -214,7 +185,7 @@ cdef inline double solve_topic_words(CompiledLoss loss, Py_ssize_t n_words, cons
     """
     cdef double slope, curv, lin = rho_lin - 2.0 * gamma * t
     loss._solve_coordinates(n_words, y, b, rests, quad, lin, s_k, scratch)
-    slope = stc_coupling_slope(n_words, s_k, scratch, t, gamma, quad, &curv)
+    slope = coupling_slope(n_words, s_k, scratch, t, gamma, quad, &curv)
     # A NaN code makes the slope NaN, a NaN curvature of a positive code the
     # curvature: only then look for the word (kept out of the hot loop).
     if slope != slope or curv != curv:
@@ -269,10 +240,7 @@ cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double*
     cdef double lam = p.lam, gamma = p.gamma
     cdef int theta_penalty = p.theta_penalty, newton_steps = p.newton_steps
     # Hold the rest of each word's mean (all topics but k) in `means`.
-    for i in range(n_words):
-        means[i] = means[i] - b[i] * s_k[i]
-        if means[i] < 0.0:  # rounding only: a sum of non-negative terms
-            means[i] = 0.0
+    remove_topic(n_words, b, s_k, means)
     for step in range(newton_steps + 1):
         slope = solve_topic_words(loss, n_words, y, b, s_k, means, t, quad, rho_lin, gamma,
                                   scratch, &curvature, failure)
@@ -331,8 +299,7 @@ cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double*
         if failure.kind != FAILURE_NONE:
             return passes
     theta_k[0] = t
-    for i in range(n_words):
-        means[i] = means[i] + b[i] * s_k[i]
+    add_topic(n_words, b, s_k, means)
     return passes
 
 
@@ -422,6 +389,9 @@ cdef inline void load_document(const double[:, ::1] beta_t, const int* words,
     cdef Py_ssize_t i, k
     cdef const double* row
     for i in range(n_words):
+        if i + LOAD_AHEAD < n_words:
+            # the rows are scattered over the whole dictionary: ask for one early
+            prefetch_row(&beta_t[words[i + LOAD_AHEAD], 0], n_topics)
         row = &beta_t[words[i], 0]
         for k in range(n_topics):
             b[k * n_words + i] = row[k]

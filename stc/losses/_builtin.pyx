@@ -2,6 +2,7 @@
 cimport cython
 from libc.math cimport NAN, fabs, isfinite, log, sqrt
 
+from stc._core._simd cimport gaussian_batch, poisson_batch
 from stc.losses._base cimport CompiledLoss
 
 
@@ -135,7 +136,9 @@ cdef class PoissonLoss(CompiledLoss):
     cdef void _solve_coordinates(self, Py_ssize_t n, const double* y, const double* b,
                                  const double* mean_rest, double quad, double lin,
                                  double* x, double* curvature) noexcept nogil:
-        solve_poisson_coordinates(self, n, y, b, mean_rest, quad, lin, x, curvature)
+        # The vector loop, where it takes the batch, gives the scalar loop's bits.
+        if poisson_batch(n, y, b, mean_rest, quad, lin, x, curvature):
+            solve_poisson_coordinates(self, n, y, b, mean_rest, quad, lin, x, curvature)
 
 
 @cython.final
@@ -166,7 +169,8 @@ cdef class GaussianLoss(CompiledLoss):
     cdef void _solve_coordinates(self, Py_ssize_t n, const double* y, const double* b,
                                  const double* mean_rest, double quad, double lin,
                                  double* x, double* curvature) noexcept nogil:
-        solve_closed_form_coordinates(self, n, y, b, mean_rest, quad, lin, x, curvature)
+        if gaussian_batch(n, y, b, mean_rest, quad, lin, x, curvature):
+            solve_closed_form_coordinates(self, n, y, b, mean_rest, quad, lin, x, curvature)
 
 
 @cython.final

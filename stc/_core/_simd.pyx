@@ -1,0 +1,105 @@
+"""Run-time choice of the coding sweep's vector level (scalar, baseline, avx2, avx512).
+
+The per-word loops of a topic's pass (`_vector_kernels.h`) are compiled at every level
+the platform has; on import the best level this CPU supports is chosen, capped by the
+environment variable ``STC_SIMD_LEVEL`` if it is set. Every level gives the same bits,
+so the level changes speed only. `level`, `levels` and `set_level` report and change
+it (tests run the pinned fits at every level the machine has); `stc.show_config`
+prints it.
+"""
+import os
+
+cdef extern from "_vector_kernels.h":
+    ctypedef int (*closed_form_fn)(Py_ssize_t, const double*, const double*, const double*,
+                                   double, double, double*, double*) noexcept nogil
+    ctypedef double (*coupling_fn)(Py_ssize_t, const double*, const double*, double, double,
+                                   double, double*) noexcept nogil
+    ctypedef void (*means_fn)(Py_ssize_t, const double*, const double*, double*) noexcept nogil
+    ctypedef struct stc_kernel_table:
+        int level
+        closed_form_fn poisson
+        closed_form_fn gaussian
+        coupling_fn coupling
+        means_fn remove_topic
+        means_fn add_topic
+    const char* stc_level_names[4]
+    int stc_level_compiled(int level) nogil
+    int stc_level_supported(int level) nogil
+    stc_kernel_table stc_kernel_table_of(int level) nogil
+
+LEVEL_NAMES = tuple(name.decode() for name in stc_level_names[:4])
+ENVIRONMENT_VARIABLE = "STC_SIMD_LEVEL"
+
+cdef stc_kernel_table active
+
+
+cdef int poisson_batch(Py_ssize_t n, const double* y, const double* b, const double* rest,
+                       double quad, double lin, double* x, double* curvature) noexcept nogil:
+    return active.poisson(n, y, b, rest, quad, lin, x, curvature)
+
+
+cdef int gaussian_batch(Py_ssize_t n, const double* y, const double* b, const double* rest,
+                        double quad, double lin, double* x, double* curvature) noexcept nogil:
+    return active.gaussian(n, y, b, rest, quad, lin, x, curvature)
+
+
+cdef double coupling_slope(Py_ssize_t n, const double* s_k, const double* curvatures,
+                           double t, double gamma, double quad,
+                           double* curvature) noexcept nogil:
+    return active.coupling(n, s_k, curvatures, t, gamma, quad, curvature)
+
+
+cdef void remove_topic(Py_ssize_t n, const double* b, const double* s,
+                       double* means) noexcept nogil:
+    active.remove_topic(n, b, s, means)
+
+
+cdef void add_topic(Py_ssize_t n, const double* b, const double* s,
+                    double* means) noexcept nogil:
+    active.add_topic(n, b, s, means)
+
+
+def levels():
+    """The levels this build holds and this CPU runs, lowest first."""
+    return tuple(name for i, name in enumerate(LEVEL_NAMES) if stc_level_supported(i))
+
+
+def compiled_levels():
+    """The levels this build holds, whether or not this CPU runs them."""
+    return tuple(name for i, name in enumerate(LEVEL_NAMES) if stc_level_compiled(i))
+
+
+def level():
+    """The level the coding kernels use now."""
+    return LEVEL_NAMES[active.level]
+
+
+def _index(name, what):
+    if not isinstance(name, str) or name.strip().lower() not in LEVEL_NAMES:
+        raise ValueError(f"{what} must be one of {', '.join(LEVEL_NAMES)}; got {name!r}")
+    return LEVEL_NAMES.index(name.strip().lower())
+
+
+def set_level(name):
+    """Use level ``name`` (one of `levels`) from now on; returns the previous level.
+
+    Not while a coding call runs in another thread: the kernels read the level
+    without a lock.
+    """
+    global active
+    index = _index(name, "level")
+    if not stc_level_supported(index):
+        raise ValueError(f"level {name!r} is not supported here: this build and CPU "
+                         f"run {', '.join(levels())}")
+    previous = level()
+    active = stc_kernel_table_of(index)
+    return previous
+
+
+def best_level(cap=None):
+    """The highest level this CPU runs, no higher than ``cap`` (a level name) if given."""
+    top = len(LEVEL_NAMES) - 1 if cap is None else _index(cap, ENVIRONMENT_VARIABLE)
+    return max(i for i in range(top + 1) if stc_level_supported(i))
+
+
+active = stc_kernel_table_of(best_level(os.environ.get(ENVIRONMENT_VARIABLE) or None))

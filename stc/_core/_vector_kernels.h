@@ -1,0 +1,361 @@
+/* The coding sweep's per-word loops, vectorised across a topic's words, with run-time dispatch.
+
+   Given theta_k, the words of a document are independent (paper Sec. 2.3), so one topic's
+   pass is an elementwise loop: the Poisson or Gaussian closed form of every word's
+   coordinate problem, the rest of each word's mean without topic k and back, and the
+   coupling sums of the block Newton step on theta_k. Each is written once over a vector
+   type of W doubles (GCC/clang vector extensions) and compiled at several levels:
+
+     scalar    the reference loops of the Cython kernels (no vector code here);
+     baseline  what every CPU of the platform has: SSE2 on x86-64 (W = 2), NEON on aarch64;
+     avx2      W = 4, x86-64 only;
+     avx512    W = 8 (AVX-512F), x86-64 only.
+
+   The best level the CPU supports is chosen when stc._core._simd is imported; the
+   environment variable STC_SIMD_LEVEL caps it. Every level gives the same bits: each
+   word goes through the same IEEE operations in the same order as in the scalar loop
+   (the build passes -ffp-contract=off, so no multiply-add is fused), lanes that the
+   scalar loop would not compute are discarded by a select, and the sums over the words
+   are added in word order whatever W is. A batch with a word outside the fast path's
+   range (see `poisson_batch`) returns 1 and is redone by the scalar loop.
+*/
+#ifndef STC_VECTOR_KERNELS_H
+#define STC_VECTOR_KERNELS_H
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { STC_LEVEL_SCALAR = 0, STC_LEVEL_BASELINE = 1, STC_LEVEL_AVX2 = 2, STC_LEVEL_AVX512 = 3 };
+
+/* Each kernel returns 0 when it handled the batch, 1 when the caller's scalar loop must. */
+typedef int (*stc_closed_form_fn)(ptrdiff_t n, const double* y, const double* b,
+                                  const double* rest, double quad, double lin, double* x,
+                                  double* curvature);
+typedef double (*stc_coupling_fn)(ptrdiff_t n, const double* s, const double* curvatures,
+                                  double t, double gamma, double quad, double* curvature);
+typedef void (*stc_means_fn)(ptrdiff_t n, const double* b, const double* s, double* means);
+
+typedef struct {
+    int level;
+    stc_closed_form_fn poisson;   /* PoissonLoss._solve_coordinates's batch */
+    stc_closed_form_fn gaussian;  /* GaussianLoss._solve_coordinates's batch */
+    stc_coupling_fn coupling;     /* sum_n 2 gamma (t - s_n) and its curvature */
+    stc_means_fn remove_topic;    /* means -= b s, clamped at 0 */
+    stc_means_fn add_topic;       /* means += b s */
+} stc_kernel_table;
+
+/* Ask the memory for the n doubles at row, one cache line at a time (a hint; no effect on
+   results). */
+static inline void stc_prefetch_row(const double* row, ptrdiff_t n) {
+#if defined(__GNUC__)
+    ptrdiff_t i;
+    for (i = 0; i < n; i += 8)
+        __builtin_prefetch(row + i, 0, 1);
+#else
+    (void)row; (void)n;
+#endif
+}
+
+/* ---- the scalar level: the reference loops ---------------------------------------- */
+
+static int stc_closed_form_scalar(ptrdiff_t n, const double* y, const double* b,
+                                  const double* rest, double quad, double lin, double* x,
+                                  double* curvature) {
+    (void)n; (void)y; (void)b; (void)rest; (void)quad; (void)lin; (void)x; (void)curvature;
+    return 1;  /* the loss's own scalar loop does the batch */
+}
+
+static double stc_coupling_scalar(ptrdiff_t n, const double* s_k, const double* curvatures,
+                                  double t, double gamma, double quad, double* curvature) {
+    double slope = 0.0, curv = 0.0;
+    ptrdiff_t i;
+    for (i = 0; i < n; i++) {
+        double x = s_k[i];
+        slope += 2.0 * gamma * (t - x);
+        if (x > 0.0)
+            curv += 2.0 * gamma * (1.0 - 2.0 * gamma / (curvatures[i] + 2.0 * quad));
+        else
+            curv += 2.0 * gamma;
+    }
+    *curvature = curv;
+    return slope;
+}
+
+static void stc_remove_topic_scalar(ptrdiff_t n, const double* b, const double* s,
+                                    double* means) {
+    ptrdiff_t i;
+    for (i = 0; i < n; i++) {
+        double m = means[i] - b[i] * s[i];
+        means[i] = m < 0.0 ? 0.0 : m;  /* rounding only: a sum of non-negative terms */
+    }
+}
+
+static void stc_add_topic_scalar(ptrdiff_t n, const double* b, const double* s, double* means) {
+    ptrdiff_t i;
+    for (i = 0; i < n; i++)
+        means[i] = means[i] + b[i] * s[i];
+}
+
+/* ---- the vector levels ---------------------------------------------------------------- */
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__aarch64__))
+#define STC_HAVE_VECTORS 1
+#if defined(__x86_64__)
+#include <immintrin.h>
+#else
+#include <arm_neon.h>
+#endif
+
+/* Unaligned loads and stores through a vector type that may alias double (one move each,
+   as the compilers' own unaligned intrinsics are defined). */
+#define STC_LOAD(VD, p) (*(const VD##u*)(p))
+#define STC_STORE(VD, p, v) (*(VD##u*)(p) = (v))
+
+/* Words packed per chunk by the Poisson kernel (bounded stack use). */
+#define STC_CHUNK 256
+
+/* Lane-wise select: mask lanes are all ones (true) or all zeros. */
+#define STC_SELECT(VD, VI, mask, a, b) \
+    ((VD)((((VI)(a)) & (mask)) | (((VI)(b)) & ~(mask))))
+
+/* The body of every vector level, for a vector type VD of W doubles and its integer
+   twin VI; SQRT and BITS (a mask's lanes as bits) come from the level. */
+#define STC_VECTOR_LEVEL(SUFFIX, TARGET, W, VD, VI, SQRT, BITS)                                 \
+typedef double VD __attribute__((vector_size(8 * W), aligned(8)));                           \
+typedef long long VI __attribute__((vector_size(8 * W), aligned(8)));                        \
+typedef double VD##u __attribute__((vector_size(8 * W), aligned(8), may_alias));              \
+                                                                                              \
+/* Two phases per chunk of words: a pass over all words settles the common zero code      \
+   (most words of a fitted model) and packs the others; the square root and divisions     \
+   then run on the packed words only. */                                                  \
+TARGET static int stc_poisson_##SUFFIX(ptrdiff_t n, const double* y, const double* b,          \
+                                       const double* rest, double quad, double lin,           \
+                                       double* x, double* curvature) {                        \
+    const double two_quad = 2.0 * quad;                                                       \
+    double flat_root = -lin / (2.0 * quad);                                                   \
+    double py[STC_CHUNK + W], pb[STC_CHUNK + W], pr[STC_CHUNK + W], px[W], pc[W];             \
+    ptrdiff_t where[STC_CHUNK + W];                                                           \
+    ptrdiff_t start, i, j, count, p;                                                          \
+    if (!(flat_root > 0.0)) flat_root = 0.0;                                                  \
+    for (start = 0; start < n; start += STC_CHUNK) {                                          \
+        ptrdiff_t end = n - start < STC_CHUNK ? n : start + STC_CHUNK;                        \
+        count = 0;                                                                            \
+        for (i = start; i + W <= end; i += W) {                                               \
+            VD bi = STC_LOAD(VD, b + i), yi = STC_LOAD(VD, y + i), ri = STC_LOAD(VD, rest + i); \
+            VD zero = {0.0}, tau = bi + lin;                                                  \
+            VD a1 = two_quad * ri + bi * tau, a0 = ri * tau - yi * bi;                        \
+            VI pos = bi > 0.0, flat = bi <= 0.0;                                              \
+            VI shortcut = pos & (a1 >= 0.0) & (a0 > 0.0);   /* both roots <= 0: x = 0 */      \
+            unsigned bits;                                                                    \
+            if (0 != BITS(~(pos | flat))) return 1;               /* NaN weight */                  \
+            STC_STORE(VD, x + i, STC_SELECT(VD, VI, shortcut, zero, STC_LOAD(VD, x + i)));    \
+            bits = BITS(~shortcut);                                                           \
+            while (bits) {                                                                    \
+                j = i + __builtin_ctz(bits);                                                  \
+                bits &= bits - 1;                                                             \
+                where[count] = j; py[count] = y[j]; pb[count] = b[j]; pr[count] = rest[j];    \
+                count++;                                                                      \
+            }                                                                                 \
+        }                                                                                     \
+        for (j = i; j < end; j++) {                                                           \
+            double tau = b[j] + lin;                                                          \
+            if (b[j] > 0.0 && two_quad * rest[j] + b[j] * tau >= 0.0                          \
+                    && rest[j] * tau - y[j] * b[j] > 0.0) {                                   \
+                x[j] = 0.0;                                                                   \
+            } else {                                                                          \
+                where[count] = j; py[count] = y[j]; pb[count] = b[j]; pr[count] = rest[j];    \
+                count++;                                                                      \
+            }                                                                                 \
+        }                                                                                     \
+        for (p = count; p % W != 0; p++) {          /* pad with a copy of a packed word */    \
+            py[p] = py[0]; pb[p] = pb[0]; pr[p] = pr[0];                                      \
+        }                                                                                     \
+        for (p = 0; p < count; p += W) {                                                      \
+            VD bi = STC_LOAD(VD, pb + p), yi = STC_LOAD(VD, py + p), ri = STC_LOAD(VD, pr + p); \
+            VD zero = {0.0}, tau = bi + lin;                                                  \
+            VD a1 = two_quad * ri + bi * tau, a0 = ri * tau - yi * bi;                        \
+            VD d0 = two_quad * ri - bi * tau;                                                 \
+            VD disc = d0 * d0 + 8.0 * quad * yi * bi * bi;                                    \
+            VD root_disc = SQRT(disc);                                                        \
+            VD a2 = two_quad * bi;                                                            \
+            VI pos = bi > 0.0, flat = bi <= 0.0, a1_nonneg = a1 >= 0.0;                       \
+            /* one division: the operands of the scalar loop's branch for each word */        \
+            VD root = STC_SELECT(VD, VI, a1_nonneg, -2.0 * a0, -a1 + root_disc)               \
+                      / STC_SELECT(VD, VI, a1_nonneg, a1 + root_disc, 2.0 * a2);              \
+            VI in_range = (root > 0.0) & (root < 1e300) & (disc > 1e-290)                     \
+                          & (a1_nonneg | (a2 > 1e-290)) & ~(a1_nonneg & (a0 >= 0.0));         \
+            VD xv, m, hess;                                                                   \
+            ptrdiff_t lanes = count - p < W ? count - p : W, l;                               \
+            if (0 != BITS((pos & ~in_range) | ~(pos | flat)))     /* the scalar loop's guards, */ \
+                return 1;                                             /* NaN weights */           \
+            xv = STC_SELECT(VD, VI, pos, root, zero + flat_root);                             \
+            m = ri + bi * xv;                                                                 \
+            hess = STC_SELECT(VD, VI, yi > 0.0, yi / (m * m), zero);                          \
+            STC_STORE(VD, px, xv);                                                            \
+            STC_STORE(VD, pc, bi * bi * hess);                                                \
+            for (l = 0; l < lanes; l++) {                                                     \
+                x[where[p + l]] = px[l];                                                      \
+                if (px[l] > 0.0) curvature[where[p + l]] = pc[l];                             \
+            }                                                                                 \
+        }                                                                                     \
+    }                                                                                         \
+    return 0;                                                                                 \
+}                                                                                             \
+                                                                                              \
+TARGET static int stc_gaussian_##SUFFIX(ptrdiff_t n, const double* y, const double* b,         \
+                                        const double* rest, double quad, double lin,          \
+                                        double* x, double* curvature) {                       \
+    ptrdiff_t i, j;                                                                           \
+    for (i = 0; i + W <= n; i += W) {                                                         \
+        VD bi = STC_LOAD(VD, b + i), yi = STC_LOAD(VD, y + i), ri = STC_LOAD(VD, rest + i);   \
+        VD zero = {0.0};                                                              \
+        VD scale = bi * bi + 2.0 * quad;                                                      \
+        VD root = (bi * (yi - ri) - lin) / scale;                                             \
+        VD size = STC_SELECT(VD, VI, root < 0.0, -root, root);                                \
+        VI positive = root > 0.0;                                                             \
+        if (0 != BITS(~((scale < 1e300) & (size < 1e300)))) return 1;  /* also NaN */              \
+        {                                                                                     \
+            VD old = STC_LOAD(VD, curvature + i);                                             \
+            STC_STORE(VD, curvature + i, STC_SELECT(VD, VI, positive, bi * bi * 1.0, old));         \
+            STC_STORE(VD, x + i, STC_SELECT(VD, VI, positive, root, zero));                         \
+        }                                                                                     \
+    }                                                                                         \
+    for (j = i; j < n; j++) {                                                                 \
+        double scale = b[j] * b[j] + 2.0 * quad;                                              \
+        double root = (b[j] * (y[j] - rest[j]) - lin) / scale;                                \
+        if (!(scale < 1e300 && (root < 0.0 ? -root : root) < 1e300)) return 1;                \
+        if (root > 0.0) {                                                                     \
+            curvature[j] = b[j] * b[j] * 1.0;                                                 \
+            x[j] = root;                                                                      \
+        } else {                                                                              \
+            x[j] = 0.0;                                                                       \
+        }                                                                                     \
+    }                                                                                         \
+    return 0;                                                                                 \
+}                                                                                             \
+                                                                                              \
+TARGET static double stc_coupling_##SUFFIX(ptrdiff_t n, const double* s_k,                     \
+                                           const double* curvatures, double t, double gamma,  \
+                                           double quad, double* curvature) {                  \
+    double slope = 0.0, curv = 0.0;                                                           \
+    ptrdiff_t i, j;                                                                           \
+    for (i = 0; i + W <= n; i += W) {                                                         \
+        VD xv = STC_LOAD(VD, s_k + i), cv = STC_LOAD(VD, curvatures + i);                     \
+        VD slope_terms = 2.0 * gamma * (t - xv);                                              \
+        VD zero = {0.0}, flat_terms = zero + 2.0 * gamma;                                                \
+        VD curv_terms = STC_SELECT(VD, VI, xv > 0.0,                                          \
+                                   2.0 * gamma * (1.0 - 2.0 * gamma / (cv + 2.0 * quad)),     \
+                                   flat_terms);                                               \
+        for (j = 0; j < W; j++) {              /* in word order, as the scalar loop */        \
+            slope += slope_terms[j];                                                          \
+            curv += curv_terms[j];                                                            \
+        }                                                                                     \
+    }                                                                                         \
+    for (j = i; j < n; j++) {                                                                 \
+        double xj = s_k[j];                                                                   \
+        slope += 2.0 * gamma * (t - xj);                                                      \
+        if (xj > 0.0)                                                                         \
+            curv += 2.0 * gamma * (1.0 - 2.0 * gamma / (curvatures[j] + 2.0 * quad));         \
+        else                                                                                  \
+            curv += 2.0 * gamma;                                                              \
+    }                                                                                         \
+    *curvature = curv;                                                                        \
+    return slope;                                                                             \
+}                                                                                             \
+                                                                                              \
+TARGET static void stc_remove_topic_##SUFFIX(ptrdiff_t n, const double* b, const double* s,    \
+                                             double* means) {                                 \
+    ptrdiff_t i, j;                                                                           \
+    for (i = 0; i + W <= n; i += W) {                                                         \
+        VD m = STC_LOAD(VD, means + i) - STC_LOAD(VD, b + i) * STC_LOAD(VD, s + i);           \
+        VD zero = {0.0};\
+        STC_STORE(VD, means + i, STC_SELECT(VD, VI, m < 0.0, zero, m));                            \
+    }                                                                                         \
+    for (j = i; j < n; j++) {                                                                 \
+        double m = means[j] - b[j] * s[j];                                                    \
+        means[j] = m < 0.0 ? 0.0 : m;                                                         \
+    }                                                                                         \
+}                                                                                             \
+                                                                                              \
+TARGET static void stc_add_topic_##SUFFIX(ptrdiff_t n, const double* b, const double* s,       \
+                                          double* means) {                                    \
+    ptrdiff_t i, j;                                                                           \
+    for (i = 0; i + W <= n; i += W)                                                           \
+        STC_STORE(VD, means + i, STC_LOAD(VD, means + i) + STC_LOAD(VD, b + i) * STC_LOAD(VD, s + i)); \
+    for (j = i; j < n; j++)                                                                   \
+        means[j] = means[j] + b[j] * s[j];                                                    \
+}
+
+#if defined(__x86_64__)
+#define STC_BITS_128(mask) ((unsigned)_mm_movemask_pd((__m128d)(mask)))
+#define STC_SQRT_128(v) ((stc_v2d)_mm_sqrt_pd((__m128d)(v)))
+STC_VECTOR_LEVEL(baseline, , 2, stc_v2d, stc_v2i, STC_SQRT_128, STC_BITS_128)
+
+#define STC_TARGET_AVX2 __attribute__((target("avx2")))
+#define STC_BITS_256(mask) ((unsigned)_mm256_movemask_pd((__m256d)(mask)))
+#define STC_SQRT_256(v) ((stc_v4d)_mm256_sqrt_pd((__m256d)(v)))
+STC_VECTOR_LEVEL(avx2, STC_TARGET_AVX2, 4, stc_v4d, stc_v4i, STC_SQRT_256, STC_BITS_256)
+
+#define STC_TARGET_AVX512 __attribute__((target("avx512f")))
+#define STC_BITS_512(mask) ((unsigned)_mm512_test_epi64_mask((__m512i)(mask), (__m512i)(mask)))
+#define STC_SQRT_512(v) ((stc_v8d)_mm512_sqrt_pd((__m512d)(v)))
+STC_VECTOR_LEVEL(avx512, STC_TARGET_AVX512, 8, stc_v8d, stc_v8i, STC_SQRT_512, STC_BITS_512)
+
+#else  /* aarch64: NEON is part of the baseline */
+#define STC_BITS_NEON(mask) ((unsigned)(((mask)[0] & 1) | (((mask)[1] & 1) << 1)))
+#define STC_SQRT_NEON(v) ((stc_v2d)vsqrtq_f64((float64x2_t)(v)))
+STC_VECTOR_LEVEL(baseline, , 2, stc_v2d, stc_v2i, STC_SQRT_NEON, STC_BITS_NEON)
+#endif
+#endif  /* GCC or clang on x86-64 or aarch64 */
+
+/* ---- dispatch -------------------------------------------------------------------------- */
+
+static const char* const stc_level_names[] = {"scalar", "baseline", "avx2", "avx512"};
+
+/* Whether this build holds the level's code. */
+static int stc_level_compiled(int level) {
+    if (level == STC_LEVEL_SCALAR) return 1;
+#if defined(STC_HAVE_VECTORS)
+    if (level == STC_LEVEL_BASELINE) return 1;
+#if defined(__x86_64__)
+    if (level == STC_LEVEL_AVX2 || level == STC_LEVEL_AVX512) return 1;
+#endif
+#endif
+    return 0;
+}
+
+/* Whether this CPU (and its operating system) runs the level's code. */
+static int stc_level_supported(int level) {
+    if (!stc_level_compiled(level)) return 0;
+#if defined(STC_HAVE_VECTORS) && defined(__x86_64__)
+    __builtin_cpu_init();
+    if (level == STC_LEVEL_AVX2) return __builtin_cpu_supports("avx2") != 0;
+    if (level == STC_LEVEL_AVX512) return __builtin_cpu_supports("avx512f") != 0;
+#endif
+    return 1;
+}
+
+static stc_kernel_table stc_kernel_table_of(int level) {
+    stc_kernel_table table = {STC_LEVEL_SCALAR, stc_closed_form_scalar, stc_closed_form_scalar,
+                              stc_coupling_scalar, stc_remove_topic_scalar,
+                              stc_add_topic_scalar};
+#if defined(STC_HAVE_VECTORS)
+#define STC_TABLE(LEVEL, SUFFIX)                                                              \
+    if (level == LEVEL) {                                                                     \
+        stc_kernel_table t = {LEVEL, stc_poisson_##SUFFIX, stc_gaussian_##SUFFIX,             \
+                              stc_coupling_##SUFFIX, stc_remove_topic_##SUFFIX,               \
+                              stc_add_topic_##SUFFIX};                                        \
+        table = t;                                                                            \
+    }
+    STC_TABLE(STC_LEVEL_BASELINE, baseline)
+#if defined(__x86_64__)
+    STC_TABLE(STC_LEVEL_AVX2, avx2)
+    STC_TABLE(STC_LEVEL_AVX512, avx512)
+#endif
+#undef STC_TABLE
+#endif
+    return table;
+}
+
+#endif  /* STC_VECTOR_KERNELS_H */

@@ -109,14 +109,30 @@ def machine_lines(threads_line):
     ]
 
 
+def _imports(module):
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
+
+
 def stc_lines():
     """Markdown bullet lines on the imported stc: OpenMP, version, measured sources."""
     import stc
 
     package_dir = os.path.dirname(os.path.abspath(stc.__file__))
     fingerprint, newest = source_fingerprint(package_dir)
+    # getattr: compare_revisions.py measures older trees too, which have no vector levels
+    simd = getattr(stc._core, "_simd", None) if _imports("stc._core._simd") else None
+    levels = (f"{simd.level()} (supported: {', '.join(simd.levels())}; "
+              f"STC_SIMD_LEVEL={os.environ.get('STC_SIMD_LEVEL', 'unset')})"
+              if simd is not None else "none (scalar kernels only)")
     return [
         f"- stc.openmp_enabled(): {stc.openmp_enabled()}",
+        f"- stc kernels' vector level: {levels}",
         f"- stc {stc.__version__} measured: {code_revision(package_dir)}; sources sha256 "
         f"{fingerprint}, newest source file {newest}",
     ]

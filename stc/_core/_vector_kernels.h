@@ -112,8 +112,6 @@ static void stc_add_topic_scalar(ptrdiff_t n, const double* b, const double* s, 
 #define STC_LOAD(VD, p) (*(const VD##u*)(p))
 #define STC_STORE(VD, p, v) (*(VD##u*)(p) = (v))
 
-/* Words packed per chunk by the Poisson kernel (bounded stack use). */
-#define STC_CHUNK 256
 
 /* Lane-wise select: mask lanes are all ones (true) or all zeros. */
 #define STC_SELECT(VD, VI, mask, a, b) \
@@ -126,79 +124,75 @@ typedef double VD __attribute__((vector_size(8 * W), aligned(8)));              
 typedef long long VI __attribute__((vector_size(8 * W), aligned(8)));                        \
 typedef double VD##u __attribute__((vector_size(8 * W), aligned(8), may_alias));              \
                                                                                               \
-/* Two phases per chunk of words: a pass over all words settles the common zero code      \
-   (most words of a fitted model) and packs the others; the square root and divisions     \
-   then run on the packed words only. */                                                  \
 TARGET static int stc_poisson_##SUFFIX(ptrdiff_t n, const double* y, const double* b,          \
                                        const double* rest, double quad, double lin,           \
                                        double* x, double* curvature) {                        \
     const double two_quad = 2.0 * quad;                                                       \
     double flat_root = -lin / (2.0 * quad);                                                   \
-    double py[STC_CHUNK + W], pb[STC_CHUNK + W], pr[STC_CHUNK + W], px[W], pc[W];             \
-    ptrdiff_t where[STC_CHUNK + W];                                                           \
-    ptrdiff_t start, i, j, count, p;                                                          \
+    ptrdiff_t i, j;                                                                           \
     if (!(flat_root > 0.0)) flat_root = 0.0;                                                  \
-    for (start = 0; start < n; start += STC_CHUNK) {                                          \
-        ptrdiff_t end = n - start < STC_CHUNK ? n : start + STC_CHUNK;                        \
-        count = 0;                                                                            \
-        for (i = start; i + W <= end; i += W) {                                               \
-            VD bi = STC_LOAD(VD, b + i), yi = STC_LOAD(VD, y + i), ri = STC_LOAD(VD, rest + i); \
-            VD zero = {0.0}, tau = bi + lin;                                                  \
-            VD a1 = two_quad * ri + bi * tau, a0 = ri * tau - yi * bi;                        \
-            VI pos = bi > 0.0, flat = bi <= 0.0;                                              \
-            VI shortcut = pos & (a1 >= 0.0) & (a0 > 0.0);   /* both roots <= 0: x = 0 */      \
-            unsigned bits;                                                                    \
-            if (0 != BITS(~(pos | flat))) return 1;               /* NaN weight */                  \
-            STC_STORE(VD, x + i, STC_SELECT(VD, VI, shortcut, zero, STC_LOAD(VD, x + i)));    \
-            bits = BITS(~shortcut);                                                           \
-            while (bits) {                                                                    \
-                j = i + __builtin_ctz(bits);                                                  \
-                bits &= bits - 1;                                                             \
-                where[count] = j; py[count] = y[j]; pb[count] = b[j]; pr[count] = rest[j];    \
-                count++;                                                                      \
-            }                                                                                 \
-        }                                                                                     \
-        for (j = i; j < end; j++) {                                                           \
-            double tau = b[j] + lin;                                                          \
-            if (b[j] > 0.0 && two_quad * rest[j] + b[j] * tau >= 0.0                          \
-                    && rest[j] * tau - y[j] * b[j] > 0.0) {                                   \
-                x[j] = 0.0;                                                                   \
-            } else {                                                                          \
-                where[count] = j; py[count] = y[j]; pb[count] = b[j]; pr[count] = rest[j];    \
-                count++;                                                                      \
-            }                                                                                 \
-        }                                                                                     \
-        for (p = count; p % W != 0; p++) {          /* pad with a copy of a packed word */    \
-            py[p] = py[0]; pb[p] = pb[0]; pr[p] = pr[0];                                      \
-        }                                                                                     \
-        for (p = 0; p < count; p += W) {                                                      \
-            VD bi = STC_LOAD(VD, pb + p), yi = STC_LOAD(VD, py + p), ri = STC_LOAD(VD, pr + p); \
-            VD zero = {0.0}, tau = bi + lin;                                                  \
-            VD a1 = two_quad * ri + bi * tau, a0 = ri * tau - yi * bi;                        \
+    for (i = 0; i + W <= n; i += W) {                                                         \
+        VD bi = STC_LOAD(VD, b + i), yi = STC_LOAD(VD, y + i), ri = STC_LOAD(VD, rest + i);   \
+        VD zero = {0.0}, tau = bi + lin;                                                      \
+        VD a1 = two_quad * ri + bi * tau, a0 = ri * tau - yi * bi;                            \
+        VI pos = bi > 0.0, flat = bi <= 0.0;                                                  \
+        VI shortcut = pos & (a1 >= 0.0) & (a0 > 0.0);   /* both roots <= 0: x = 0 */          \
+        VI solve = pos & ~shortcut;                                                           \
+        VD xv = STC_SELECT(VD, VI, flat, zero + flat_root, zero);                             \
+        if (0 != BITS(~(pos | flat))) return 1;         /* NaN weight */                      \
+        if (0 != BITS(solve)) {       /* the square root and division, where a word needs it */ \
             VD d0 = two_quad * ri - bi * tau;                                                 \
             VD disc = d0 * d0 + 8.0 * quad * yi * bi * bi;                                    \
             VD root_disc = SQRT(disc);                                                        \
             VD a2 = two_quad * bi;                                                            \
-            VI pos = bi > 0.0, flat = bi <= 0.0, a1_nonneg = a1 >= 0.0;                       \
+            VI a1_nonneg = a1 >= 0.0;                                                         \
             /* one division: the operands of the scalar loop's branch for each word */        \
             VD root = STC_SELECT(VD, VI, a1_nonneg, -2.0 * a0, -a1 + root_disc)               \
                       / STC_SELECT(VD, VI, a1_nonneg, a1 + root_disc, 2.0 * a2);              \
             VI in_range = (root > 0.0) & (root < 1e300) & (disc > 1e-290)                     \
                           & (a1_nonneg | (a2 > 1e-290)) & ~(a1_nonneg & (a0 >= 0.0));         \
-            VD xv, m, hess;                                                                   \
-            ptrdiff_t lanes = count - p < W ? count - p : W, l;                               \
-            if (0 != BITS((pos & ~in_range) | ~(pos | flat)))     /* the scalar loop's guards, */ \
-                return 1;                                             /* NaN weights */           \
-            xv = STC_SELECT(VD, VI, pos, root, zero + flat_root);                             \
-            m = ri + bi * xv;                                                                 \
-            hess = STC_SELECT(VD, VI, yi > 0.0, yi / (m * m), zero);                          \
-            STC_STORE(VD, px, xv);                                                            \
-            STC_STORE(VD, pc, bi * bi * hess);                                                \
-            for (l = 0; l < lanes; l++) {                                                     \
-                x[where[p + l]] = px[l];                                                      \
-                if (px[l] > 0.0) curvature[where[p + l]] = pc[l];                             \
-            }                                                                                 \
+            if (0 != BITS(solve & ~in_range)) return 1;   /* the scalar loop's guards */      \
+            xv = STC_SELECT(VD, VI, solve, root, xv);                                         \
         }                                                                                     \
+        {                                                                                     \
+            VI positive = xv > 0.0;                                                           \
+            VD old = STC_LOAD(VD, curvature + i);                                             \
+            if (0 != BITS(positive)) {                                                        \
+                VD m = ri + bi * xv;                                                          \
+                VD hess = STC_SELECT(VD, VI, yi > 0.0, yi / (m * m), zero);                   \
+                STC_STORE(VD, curvature + i, STC_SELECT(VD, VI, positive, bi * bi * hess, old)); \
+            }                                                                                 \
+            STC_STORE(VD, x + i, xv);                                                         \
+        }                                                                                     \
+    }                                                                                         \
+    for (j = i; j < n; j++) {                   /* the last n % W words, one by one */         \
+        double bj = b[j], yj = y[j], rj = rest[j], tau, a1, a0, xj;                           \
+        if (bj <= 0.0) {                                                                      \
+            xj = flat_root;                                                                   \
+        } else if (bj > 0.0) {                                                                \
+            tau = bj + lin;                                                                   \
+            a1 = two_quad * rj + bj * tau;                                                    \
+            a0 = rj * tau - yj * bj;                                                          \
+            if (a1 >= 0.0 && a0 > 0.0) {                                                     \
+                xj = 0.0;                                                                     \
+            } else {                                                                          \
+                double d0 = two_quad * rj - bj * tau;                                         \
+                double disc = d0 * d0 + 8.0 * quad * yj * bj * bj, a2 = two_quad * bj;       \
+                double root_disc = __builtin_sqrt(disc);                                      \
+                if (a1 >= 0.0 && a0 >= 0.0) return 1;                                        \
+                if (a1 >= 0.0) xj = -2.0 * a0 / (a1 + root_disc);                             \
+                else if (a2 > 1e-290) xj = (-a1 + root_disc) / (2.0 * a2);                    \
+                else return 1;                                                                \
+                if (!(xj > 0.0 && xj < 1e300 && disc > 1e-290)) return 1;                     \
+            }                                                                                 \
+        } else {                                                                              \
+            return 1;                                 /* NaN weight */                        \
+        }                                                                                     \
+        if (xj > 0.0) {                                                                       \
+            double m = rj + bj * xj;                                                          \
+            curvature[j] = bj * bj * (yj > 0.0 ? yj / (m * m) : 0.0);                         \
+        }                                                                                     \
+        x[j] = xj;                                                                            \
     }                                                                                         \
     return 0;                                                                                 \
 }                                                                                             \
@@ -349,6 +343,15 @@ static stc_kernel_table stc_kernel_table_of(int level) {
         table = t;                                                                            \
     }
     STC_TABLE(STC_LEVEL_BASELINE, baseline)
+#if defined(__x86_64__)
+    /* Two lanes do not pay for the closed forms: with most codes zero, a pair of words
+       needs the square root and division more often than one word does, at the same
+       cost per lane as the scalar loop (measured: benchmarks/results_roofline.md). */
+    if (level == STC_LEVEL_BASELINE) {
+        table.poisson = stc_closed_form_scalar;
+        table.gaussian = stc_closed_form_scalar;
+    }
+#endif
 #if defined(__x86_64__)
     STC_TABLE(STC_LEVEL_AVX2, avx2)
     STC_TABLE(STC_LEVEL_AVX512, avx512)

@@ -22,9 +22,10 @@ divisions (the non-zero codes), and the bytes the step must move through memory
 (the dense (nnz, K) word codes read and written, the topic weights gathered per
 stored entry). In the same run it measures the machine's bounds: memory
 bandwidth (a copy of 512 MiB split over ``--threads`` threads, read + write) and,
-on data in the L1 cache, numpy's throughput of square roots, divisions and
-multiplications at its dispatched vector width, and the latency of a dependent
-addition chain (``np.cumsum``), which the kernels' ordered sums over words pay.
+on data in the L1 cache at the kernels' own vector level
+(``stc._core._simd.throughput``), the time per element of square roots, divisions
+and multiplication passes, and of a dependent chain of additions, which the
+kernels' ordered sums over words pay.
 
 Each bound is the time one resource alone needs for the step's work on
 ``--threads`` cores; the step's bound is the largest of them (a lower bound: the
@@ -44,10 +45,11 @@ from _common import REPO_ROOT, add_data_option, coding_problem, count_matrix, lo
 from _machine import machine_info, uptime_line
 
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_roofline.md")
-# Elementwise vector-lane operations per word-code update besides the square root and
-# divisions (the Poisson kernel's classification, the coupling terms, the means without
-# topic k and back): a count of the arithmetic in stc/_core/_vector_kernels.h.
-LANE_OPS_PER_UPDATE = 20
+# Elementwise passes over a topic's word arrays per word-code update (in L1): the Poisson
+# kernel (reads y, b, the rest of the means, writes codes and curvatures), the coupling
+# sums (codes, curvatures), the means without topic k and back: five, each costing at
+# least what an L1-resident multiplication pass costs per element.
+L1_PASSES_PER_UPDATE = 5
 
 
 def best_of(function, rounds=3):
@@ -81,28 +83,13 @@ def copy_bandwidth(threads, total_bytes=512 * 2 ** 20):
     return 2 * n * 8 * threads / seconds
 
 
-def per_element(operation, n=4096, repeats=2000):
-    """Seconds per element of a ufunc on L1-resident data, one thread."""
-    a = np.random.default_rng(0).uniform(1.0, 2.0, n)
-    b = np.random.default_rng(1).uniform(1.0, 2.0, n)
-    out = np.empty(n)
-
-    def run():
-        for _ in range(repeats):
-            operation(a, b, out)
-
-    seconds, _ = best_of(run, rounds=5)
-    return seconds / (n * repeats)
-
-
 def machine_bounds(threads):
-    return {
-        "bandwidth": copy_bandwidth(threads),
-        "sqrt": per_element(lambda a, b, out: np.sqrt(a, out=out)),
-        "div": per_element(lambda a, b, out: np.divide(a, b, out=out)),
-        "mul": per_element(lambda a, b, out: np.multiply(a, b, out=out)),
-        "chain": per_element(lambda a, b, out: np.cumsum(a, out=out)),
-    }
+    """Bandwidth of ``threads`` copying; per-element times of the kernels' own vector level."""
+    from stc._core import _simd
+
+    bounds = {"bandwidth": copy_bandwidth(threads)}
+    bounds.update({op: _simd.throughput(op) for op in ("sqrt", "div", "mul", "chain")})
+    return bounds
 
 
 # ---------------------------------------------------------------------------
@@ -118,7 +105,7 @@ def step_bounds(work, bounds, threads):
         # also takes the closed form's square root and two divisions
         "divider": (updates * bounds["div"] + solved * (bounds["sqrt"] + 2 * bounds["div"]))
         / threads,
-        "lanes": updates * LANE_OPS_PER_UPDATE * bounds["mul"] / threads,
+        "L1 passes": updates * L1_PASSES_PER_UPDATE * bounds["mul"] / threads,
         # the two ordered sums over a topic's words (slope, curvature) run side by side
         "ordered sums": updates * bounds["chain"] / threads,
     }
@@ -196,22 +183,23 @@ def render(args, bounds, results, command):
               "| bound | value |", "|---|---|",
               f"| memory bandwidth, {args.threads} threads copying (read + write) | "
               f"{bounds['bandwidth'] / 1e9:.1f} GB/s |",
-              f"| square root, numpy at its dispatched width, L1 data, one thread | "
+              f"| square root at the kernels' vector level, L1 data, one thread | "
               f"{bounds['sqrt'] * 1e9:.2f} ns per element |",
               f"| division | {bounds['div'] * 1e9:.2f} ns per element |",
-              f"| multiplication | {bounds['mul'] * 1e9:.2f} ns per element |",
-              f"| dependent addition chain (np.cumsum) | {bounds['chain'] * 1e9:.2f} ns per "
+              f"| multiplication pass (two loads, one store) | {bounds['mul'] * 1e9:.2f} ns per "
+              f"element |",
+              f"| dependent addition chain (an ordered sum) | {bounds['chain'] * 1e9:.2f} ns per "
               f"element |", "",
               "## The steps", "",
               "| K | step | measured (ms) | word-code updates | non-zero share | bytes moved (MB) "
-              "| memory bound (ms) | divider bound (ms) | lane-op bound (ms) | ordered-sum bound "
+              "| memory bound (ms) | divider bound (ms) | L1-pass bound (ms) | ordered-sum bound "
               "(ms) | bound (ms) | measured / bound | bounded by |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for K, (rows, zeros, nnz) in results.items():
         for name, (seconds, work) in rows.items():
             parts = step_bounds(work, bounds, args.threads)
             if name == "MM step":  # no solves: a multiplication and a division per entry
-                parts["lanes"] = work["entries"] * bounds["mul"] / args.threads
+                parts["L1 passes"] = work["entries"] * bounds["mul"] / args.threads
                 parts["divider"] = work["entries"] * bounds["div"] / args.threads
                 parts["ordered sums"] = 0.0
             limit = max(parts, key=parts.get)
@@ -219,7 +207,7 @@ def render(args, bounds, results, command):
             lines.append(
                 f"| {K} | {name} | {seconds * 1e3:.0f} | {work['updates']:.3g} | "
                 f"{share:.3f} | {work['bytes'] / 1e6:.0f} | {parts['memory'] * 1e3:.0f} | "
-                f"{parts['divider'] * 1e3:.0f} | {parts['lanes'] * 1e3:.0f} | "
+                f"{parts['divider'] * 1e3:.0f} | {parts['L1 passes'] * 1e3:.0f} | "
                 f"{parts['ordered sums'] * 1e3:.0f} | {parts[limit] * 1e3:.0f} | "
                 f"{seconds / parts[limit]:.1f} | {limit} |")
     lines += ["", "Notes:", "",
@@ -230,7 +218,9 @@ def render(args, bounds, results, command):
               "K topic weights per stored entry; transform gathers the weights; the MM step "
               "reads the codes twice and passes over (K, N) arrays about twelve times.",
               "- Each bound is one resource alone; the step's bound is the largest. "
-              f"Lane ops: {LANE_OPS_PER_UPDATE} per update at the multiplication's rate.", ""]
+              f"L1 passes: {L1_PASSES_PER_UPDATE} per update at the multiplication pass's rate. "
+              "The per-element times are the kernels' own vector loops "
+              "(`stc._core._simd.throughput`) at the level in use.", ""]
     return "\n".join(lines)
 
 

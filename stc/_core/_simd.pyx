@@ -8,6 +8,9 @@ it (tests run the pinned fits at every level the machine has); `stc.show_config`
 prints it.
 """
 import os
+import time
+
+import numpy as np
 
 cdef extern from "_vector_kernels.h":
     ctypedef int (*closed_form_fn)(Py_ssize_t, const double*, const double*, const double*,
@@ -15,14 +18,22 @@ cdef extern from "_vector_kernels.h":
     ctypedef double (*coupling_fn)(Py_ssize_t, const double*, const double*, double, double,
                                    double, double*) noexcept nogil
     ctypedef void (*means_fn)(Py_ssize_t, const double*, const double*, double*) noexcept nogil
+    ctypedef double (*throughput_fn)(int, Py_ssize_t, Py_ssize_t, const double*,
+                                     const double*, double*) noexcept nogil
     ctypedef struct stc_kernel_table:
         int level
+        throughput_fn throughput
         closed_form_fn poisson
         closed_form_fn gaussian
         coupling_fn coupling
         means_fn remove_topic
         means_fn add_topic
     const char* stc_level_names[4]
+    enum:
+        STC_OP_SQRT
+        STC_OP_DIV
+        STC_OP_MUL
+        STC_OP_CHAIN
     int stc_level_compiled(int level) nogil
     int stc_level_supported(int level) nogil
     stc_kernel_table stc_kernel_table_of(int level) nogil
@@ -103,3 +114,33 @@ def best_level(cap=None):
 
 
 active = stc_kernel_table_of(best_level(os.environ.get(ENVIRONMENT_VARIABLE) or None))
+
+
+THROUGHPUT_OPERATIONS = {"sqrt": STC_OP_SQRT, "div": STC_OP_DIV, "mul": STC_OP_MUL,
+                         "chain": STC_OP_CHAIN}
+
+
+def throughput(operation, n=512, repeats=20000, rounds=5):
+    """Seconds per element of ``operation`` at the level in use, on one thread, data in L1.
+
+    "sqrt", "div" and "mul" run the level's vector instructions over arrays of
+    ``n`` doubles; "chain" adds them one after the other into one sum (each
+    addition waits for the last, as the kernels' ordered sums over words do).
+    For benchmarks/bench_roofline.py: the machine's bounds at the width the
+    kernels use. Best of ``rounds``.
+    """
+    if operation not in THROUGHPUT_OPERATIONS:
+        raise ValueError(f"operation must be one of {', '.join(THROUGHPUT_OPERATIONS)}; "
+                         f"got {operation!r}")
+    cdef int op = THROUGHPUT_OPERATIONS[operation]
+    rng = np.random.default_rng(0)
+    cdef double[::1] a = rng.uniform(1.0, 2.0, n), b = rng.uniform(1.0, 2.0, n)
+    cdef double[::1] out = np.empty(n)
+    cdef Py_ssize_t size = n, count = repeats
+    best = np.inf
+    for _ in range(rounds):
+        start = time.perf_counter()
+        with nogil:
+            active.throughput(op, size, count, &a[0], &b[0], &out[0])
+        best = min(best, time.perf_counter() - start)
+    return best / (n * repeats)

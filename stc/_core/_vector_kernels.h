@@ -43,6 +43,7 @@ typedef struct {
     stc_coupling_fn coupling;     /* sum_n 2 gamma (t - s_n) and its curvature */
     stc_means_fn remove_topic;    /* means -= b s, clamped at 0 */
     stc_means_fn add_topic;       /* means += b s */
+    double (*throughput)(int, ptrdiff_t, ptrdiff_t, const double*, const double*, double*);
 } stc_kernel_table;
 
 /* Ask the memory for the n doubles at row, one cache line at a time (a hint; no effect on
@@ -55,6 +56,29 @@ static inline void stc_prefetch_row(const double* row, ptrdiff_t n) {
 #else
     (void)row; (void)n;
 #endif
+}
+
+/* Throughput probes for benchmarks/bench_roofline.py: each level's square root, division
+   and multiplication over L1-resident arrays, and a dependent chain of additions (the
+   ordered sums over words). */
+enum { STC_OP_SQRT = 0, STC_OP_DIV = 1, STC_OP_MUL = 2, STC_OP_CHAIN = 3 };
+typedef double (*stc_throughput_fn)(int op, ptrdiff_t n, ptrdiff_t repeats, const double* a,
+                                    const double* b, double* out);
+
+static double stc_throughput_scalar(int op, ptrdiff_t n, ptrdiff_t repeats, const double* a,
+                                    const double* b, double* out) {
+    ptrdiff_t r, i;
+    double chain = 0.0;
+    for (r = 0; r < repeats; r++) {
+        for (i = 0; i < n; i++) {
+            if (op == STC_OP_CHAIN) chain += a[i];
+            else out[i] = op == STC_OP_SQRT ? __builtin_sqrt(a[i]) : op == STC_OP_DIV ? a[i] / b[i] : a[i] * b[i];
+        }
+#if defined(__GNUC__)
+        __asm__ volatile("" ::: "memory");
+#endif
+    }
+    return chain;
 }
 
 /* ---- the scalar level: the reference loops ---------------------------------------- */
@@ -279,6 +303,25 @@ TARGET static void stc_add_topic_##SUFFIX(ptrdiff_t n, const double* b, const do
         STC_STORE(VD, means + i, STC_LOAD(VD, means + i) + STC_LOAD(VD, b + i) * STC_LOAD(VD, s + i)); \
     for (j = i; j < n; j++)                                                                   \
         means[j] = means[j] + b[j] * s[j];                                                    \
+}                                                                                             \
+                                                                                              \
+TARGET static double stc_throughput_##SUFFIX(int op, ptrdiff_t n, ptrdiff_t repeats,           \
+                                             const double* a, const double* b, double* out) { \
+    ptrdiff_t r, i;                                                                           \
+    double chain = 0.0;                                                                       \
+    for (r = 0; r < repeats; r++) {                                                           \
+        if (op == STC_OP_CHAIN) {                                                             \
+            for (i = 0; i < n; i++) chain += a[i];                                            \
+        } else {                                                                              \
+            for (i = 0; i + W <= n; i += W) {                                                 \
+                VD va = STC_LOAD(VD, a + i), vb = STC_LOAD(VD, b + i);                        \
+                STC_STORE(VD, out + i, op == STC_OP_SQRT ? SQRT(va)                           \
+                                       : op == STC_OP_DIV ? va / vb : va * vb);               \
+            }                                                                                 \
+        }                                                                                     \
+        __asm__ volatile("" ::: "memory");      /* every repeat does the work again */        \
+    }                                                                                         \
+    return chain;                                                                             \
 }
 
 #if defined(__x86_64__)
@@ -333,13 +376,13 @@ static int stc_level_supported(int level) {
 static stc_kernel_table stc_kernel_table_of(int level) {
     stc_kernel_table table = {STC_LEVEL_SCALAR, stc_closed_form_scalar, stc_closed_form_scalar,
                               stc_coupling_scalar, stc_remove_topic_scalar,
-                              stc_add_topic_scalar};
+                              stc_add_topic_scalar, stc_throughput_scalar};
 #if defined(STC_HAVE_VECTORS)
 #define STC_TABLE(LEVEL, SUFFIX)                                                              \
     if (level == LEVEL) {                                                                     \
         stc_kernel_table t = {LEVEL, stc_poisson_##SUFFIX, stc_gaussian_##SUFFIX,             \
                               stc_coupling_##SUFFIX, stc_remove_topic_##SUFFIX,               \
-                              stc_add_topic_##SUFFIX};                                        \
+                              stc_add_topic_##SUFFIX, stc_throughput_##SUFFIX};               \
         table = t;                                                                            \
     }
     STC_TABLE(STC_LEVEL_BASELINE, baseline)

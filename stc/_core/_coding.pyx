@@ -172,7 +172,7 @@ cdef double document_objective(CompiledLoss loss, Py_ssize_t n_words, const doub
 cdef inline double solve_topic_words(CompiledLoss loss, Py_ssize_t n_words, const double* y,
                                      const double* b, double* s_k, const double* rests,
                                      double t, double quad, double rho_lin, double gamma,
-                                     double* scratch, double* curvature,
+                                     double* scratch, double* curvature, double* code_sum,
                                      LossFailure* failure) noexcept nogil:
     """Word-code step of topic k with theta_k = t: every word independently.
 
@@ -180,12 +180,13 @@ cdef inline double solve_topic_words(CompiledLoss loss, Py_ssize_t n_words, cons
     document's words; ``scratch`` holds n_words doubles. Returns
     sum_n 2 gamma (t - s_nk) (the coupling part of the derivative in t of the
     block objective) and, in ``curvature``, the matching part of its second
-    derivative, using ds_nk/dt = 2 gamma / (b^2 l'' + 2 quad) for s_nk > 0.
+    derivative, using ds_nk/dt = 2 gamma / (b^2 l'' + 2 quad) for s_nk > 0;
+    ``code_sum`` receives sum_n s_nk (in word order, what `theta_update` reads).
     A NaN code or curvature is recorded in ``failure`` (see `note_failure`).
     """
     cdef double slope, curv, lin = rho_lin - 2.0 * gamma * t
     loss._solve_coordinates(n_words, y, b, rests, quad, lin, s_k, scratch)
-    slope = coupling_slope(n_words, s_k, scratch, t, gamma, quad, &curv)
+    slope = coupling_slope(n_words, s_k, scratch, t, gamma, quad, &curv, code_sum)
     # A NaN code makes the slope NaN, a NaN curvature of a positive code the
     # curvature: only then look for the word (kept out of the hot loop).
     if slope != slope or curv != curv:
@@ -216,7 +217,8 @@ cdef void find_nan_code(CompiledLoss loss, Py_ssize_t n_words, const double* y,
 cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double* y,
                              const double* b, double* s_k, double* means, double* scratch,
                              double* theta_k, double linear_k, double quad, double rho_lin,
-                             const CodingParams* p, LossFailure* failure) noexcept nogil:
+                             const CodingParams* p, double* code_sum,
+                             LossFailure* failure) noexcept nogil:
     """Update the codes of topic k: word codes s_.k, and theta_k by up to `newton_steps`.
 
     With newton_steps = 0 this is the paper's word-code step for topic k
@@ -227,8 +229,9 @@ cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double*
     plain alternation, which shifts their common level by only about
     rho / (2 gamma) per sweep. The result never has a larger phi than the
     start: it is either (numerically) the minimiser or a point between the
-    start and the minimiser. Returns at once when the loss plugin fails
-    (``failure``), leaving the codes and means as they are.
+    start and the minimiser. ``code_sum`` receives the sum of the final word
+    codes. Returns at once when the loss plugin fails (``failure``), leaving
+    the codes and means as they are.
     """
     cdef Py_ssize_t i
     cdef double t = theta_k[0], t_new, slope, curvature, start_slope = 0.0
@@ -243,7 +246,7 @@ cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double*
     remove_topic(n_words, b, s_k, means)
     for step in range(newton_steps + 1):
         slope = solve_topic_words(loss, n_words, y, b, s_k, means, t, quad, rho_lin, gamma,
-                                  scratch, &curvature, failure)
+                                  scratch, &curvature, code_sum, failure)
         passes += 1
         if failure.kind != FAILURE_NONE:
             return passes
@@ -294,7 +297,7 @@ cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double*
         # so fall back to the last point on the start's side (phi <= start).
         t = safe_t
         solve_topic_words(loss, n_words, y, b, s_k, means, t, quad, rho_lin, gamma, scratch,
-                          &curvature, failure)
+                          &curvature, code_sum, failure)
         passes += 1
         if failure.kind != FAILURE_NONE:
             return passes
@@ -419,9 +422,9 @@ cdef inline void exact_means(const double* s, const double* b, Py_ssize_t n_word
 
 cdef void sweep_document(CompiledLoss loss, Py_ssize_t n_words, Py_ssize_t n_topics,
                          const double* y, const double* b, double* s, double* m,
-                         double* scratch, double* theta_d, const double* linear,
-                         const CodingParams* p, int max_iter, bint with_start,
-                         DocumentResult* out) noexcept nogil:
+                         double* scratch, double* code_sums, double* theta_d,
+                         const double* linear, const CodingParams* p, int max_iter,
+                         bint with_start, DocumentResult* out) noexcept nogil:
     """Coordinate sweeps over one document until its objective stops decreasing.
 
     Each sweep updates the word codes topic by topic (every word
@@ -432,9 +435,10 @@ cdef void sweep_document(CompiledLoss loss, Py_ssize_t n_words, Py_ssize_t n_top
     (``out.failure``; the objective is then NaN). The objective at the start
     codes is needed for the stopping rule, and reported; a single sweep whose
     caller does not need it (``with_start`` false) skips it and reports NaN.
+    ``code_sums`` is scratch of K doubles: each topic's sum of word codes.
     """
-    cdef Py_ssize_t i, k
-    cdef double quad, rho_lin, previous, current, loss_part, acc
+    cdef Py_ssize_t k
+    cdef double quad, rho_lin, previous, current, loss_part
     cdef int it = 0
     # Coordinate problem: l(y, rest + b x) + quad x^2 + lin x, see CompiledLoss.
     quad = p.gamma + (p.rho if p.code_penalty == PENALTY_L2 else 0.0)
@@ -455,17 +459,16 @@ cdef void sweep_document(CompiledLoss loss, Py_ssize_t n_words, Py_ssize_t n_top
         for k in range(n_topics):
             out.passes += update_topic_block(
                 loss, n_words, y, b + k * n_words, s + k * n_words, m, scratch, &theta_d[k],
-                linear[k] if linear != NULL else 0.0, quad, rho_lin, p, &out.failure)
+                linear[k] if linear != NULL else 0.0, quad, rho_lin, p, &code_sums[k],
+                &out.failure)
             if out.failure.kind != FAILURE_NONE:
                 break
         if out.failure.kind != FAILURE_NONE:
             current = NAN
             break
         for k in range(n_topics):
-            acc = 0.0
-            for i in range(n_words):
-                acc = acc + s[k * n_words + i]
-            theta_d[k] = theta_update(acc / n_words, linear[k] if linear != NULL else 0.0,
+            theta_d[k] = theta_update(code_sums[k] / n_words,
+                                      linear[k] if linear != NULL else 0.0,
                                       <double> n_words, p.lam, p.gamma, p.theta_penalty)
         current = document_objective(loss, n_words, y, m, s, theta_d, linear, n_topics, p,
                                      &loss_part)
@@ -514,9 +517,9 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d, const int[::1] indp
                             DocumentResult* out) noexcept nogil:
     """Code document d, from its stored codes (``warm``) or from its common start value.
 
-    ``work`` holds at least (2 K + 1) n_words doubles: the word codes s and the
-    topic weights b of the document's words, both topic by topic, and
-    scratch for one topic's word curvatures. ``start_means``, if not NULL,
+    ``work`` holds at least (2 K + 1) n_words + K doubles: the word codes s and
+    the topic weights b of the document's words, both topic by topic, scratch
+    for one topic's word curvatures, and each topic's sum of word codes. ``start_means``, if not NULL,
     receives the exact means of the start codes (the corpus's nnz entries).
     """
     cdef Py_ssize_t start = indptr[d], end = indptr[d + 1]
@@ -555,7 +558,8 @@ cdef void code_one_document(CompiledLoss loss, Py_ssize_t d, const int[::1] indp
     if start_means != NULL:
         for i in range(n_words):
             start_means[start + i] = m[i]
-    sweep_document(loss, n_words, n_topics, y, b, s, m, scratch, theta_d, linear, p, max_iter,
+    sweep_document(loss, n_words, n_topics, y, b, s, m, scratch,
+                   work + (2 * n_topics + 1) * n_words, theta_d, linear, p, max_iter,
                    with_start, out)
     if out.failure.kind != FAILURE_NONE:
         return  # the caller raises; the codes are left as they are
@@ -614,7 +618,7 @@ cdef tuple code_corpus(CompiledLoss loss, CodingParams params, const int[::1] in
     if has_start_means and start_means_v.shape[0] != means.shape[0]:
         raise ValueError(f"start_means must have one entry per stored entry ({means.shape[0]})")
     longest = int(np.max(np.diff(indptr))) if n_docs > 0 else 0
-    cdef size_t work_size = (2 * n_topics + 1) * max(longest, 1) * sizeof(double)
+    cdef size_t work_size = ((2 * n_topics + 1) * max(longest, 1) + n_topics) * sizeof(double)
     cdef double* work
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     with nogil, parallel(num_threads=n_threads):

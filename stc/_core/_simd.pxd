@@ -7,8 +7,8 @@ cdef int poisson_batch(Py_ssize_t n, const double* y, const double* b, const dou
 cdef int gaussian_batch(Py_ssize_t n, const double* y, const double* b, const double* rest,
                         double quad, double lin, double* x, double* curvature) noexcept nogil
 cdef double coupling_slope(Py_ssize_t n, const double* s_k, const double* curvatures,
-                           double t, double gamma, double quad,
-                           double* curvature) noexcept nogil
+                           double t, double gamma, double quad, double* curvature,
+                           double* code_sum) noexcept nogil
 cdef void remove_topic(Py_ssize_t n, const double* b, const double* s,
                        double* means) noexcept nogil
 cdef void add_topic(Py_ssize_t n, const double* b, const double* s,

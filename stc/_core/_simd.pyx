@@ -16,7 +16,7 @@ cdef extern from "_vector_kernels.h":
     ctypedef int (*closed_form_fn)(Py_ssize_t, const double*, const double*, const double*,
                                    double, double, double*, double*) noexcept nogil
     ctypedef double (*coupling_fn)(Py_ssize_t, const double*, const double*, double, double,
-                                   double, double*) noexcept nogil
+                                   double, double*, double*) noexcept nogil
     ctypedef void (*means_fn)(Py_ssize_t, const double*, const double*, double*) noexcept nogil
     ctypedef double (*throughput_fn)(int, Py_ssize_t, Py_ssize_t, const double*,
                                      const double*, double*) noexcept nogil
@@ -55,9 +55,9 @@ cdef int gaussian_batch(Py_ssize_t n, const double* y, const double* b, const do
 
 
 cdef double coupling_slope(Py_ssize_t n, const double* s_k, const double* curvatures,
-                           double t, double gamma, double quad,
-                           double* curvature) noexcept nogil:
-    return active.coupling(n, s_k, curvatures, t, gamma, quad, curvature)
+                           double t, double gamma, double quad, double* curvature,
+                           double* code_sum) noexcept nogil:
+    return active.coupling(n, s_k, curvatures, t, gamma, quad, curvature, code_sum)
 
 
 cdef void remove_topic(Py_ssize_t n, const double* b, const double* s,

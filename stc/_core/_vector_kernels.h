@@ -3,7 +3,8 @@
    Given theta_k, the words of a document are independent (paper Sec. 2.3), so one topic's
    pass is an elementwise loop: the Poisson or Gaussian closed form of every word's
    coordinate problem, the rest of each word's mean without topic k and back, and the
-   coupling sums of the block Newton step on theta_k. Each is written once over a vector
+   coupling sums of the block Newton step on theta_k (with the sum of the codes, which
+   theta's closed form reads). Each is written once over a vector
    type of W doubles (GCC/clang vector extensions) and compiled at several levels:
 
      scalar    the reference loops of the Cython kernels (no vector code here);
@@ -33,14 +34,15 @@ typedef int (*stc_closed_form_fn)(ptrdiff_t n, const double* y, const double* b,
                                   const double* rest, double quad, double lin, double* x,
                                   double* curvature);
 typedef double (*stc_coupling_fn)(ptrdiff_t n, const double* s, const double* curvatures,
-                                  double t, double gamma, double quad, double* curvature);
+                                  double t, double gamma, double quad, double* curvature,
+                                  double* code_sum);
 typedef void (*stc_means_fn)(ptrdiff_t n, const double* b, const double* s, double* means);
 
 typedef struct {
     int level;
     stc_closed_form_fn poisson;   /* PoissonLoss._solve_coordinates's batch */
     stc_closed_form_fn gaussian;  /* GaussianLoss._solve_coordinates's batch */
-    stc_coupling_fn coupling;     /* sum_n 2 gamma (t - s_n) and its curvature */
+    stc_coupling_fn coupling;     /* sum_n 2 gamma (t - s_n), its curvature, and sum_n s_n */
     stc_means_fn remove_topic;    /* means -= b s, clamped at 0 */
     stc_means_fn add_topic;       /* means += b s */
     double (*throughput)(int, ptrdiff_t, ptrdiff_t, const double*, const double*, double*);
@@ -91,11 +93,13 @@ static int stc_closed_form_scalar(ptrdiff_t n, const double* y, const double* b,
 }
 
 static double stc_coupling_scalar(ptrdiff_t n, const double* s_k, const double* curvatures,
-                                  double t, double gamma, double quad, double* curvature) {
-    double slope = 0.0, curv = 0.0;
+                                  double t, double gamma, double quad, double* curvature,
+                                  double* code_sum) {
+    double slope = 0.0, curv = 0.0, sum = 0.0;
     ptrdiff_t i;
     for (i = 0; i < n; i++) {
         double x = s_k[i];
+        sum = sum + x;
         slope += 2.0 * gamma * (t - x);
         if (x > 0.0)
             curv += 2.0 * gamma * (1.0 - 2.0 * gamma / (curvatures[i] + 2.0 * quad));
@@ -103,6 +107,7 @@ static double stc_coupling_scalar(ptrdiff_t n, const double* s_k, const double* 
             curv += 2.0 * gamma;
     }
     *curvature = curv;
+    *code_sum = sum;
     return slope;
 }
 
@@ -255,8 +260,8 @@ TARGET static int stc_gaussian_##SUFFIX(ptrdiff_t n, const double* y, const doub
                                                                                               \
 TARGET static double stc_coupling_##SUFFIX(ptrdiff_t n, const double* s_k,                     \
                                            const double* curvatures, double t, double gamma,  \
-                                           double quad, double* curvature) {                  \
-    double slope = 0.0, curv = 0.0;                                                           \
+                                           double quad, double* curvature, double* code_sum) { \
+    double slope = 0.0, curv = 0.0, sum = 0.0;                                                \
     ptrdiff_t i, j;                                                                           \
     for (i = 0; i + W <= n; i += W) {                                                         \
         VD xv = STC_LOAD(VD, s_k + i), cv = STC_LOAD(VD, curvatures + i);                     \
@@ -266,12 +271,14 @@ TARGET static double stc_coupling_##SUFFIX(ptrdiff_t n, const double* s_k,      
                                    2.0 * gamma * (1.0 - 2.0 * gamma / (cv + 2.0 * quad)),     \
                                    flat_terms);                                               \
         for (j = 0; j < W; j++) {              /* in word order, as the scalar loop */        \
+            sum = sum + xv[j];                                                                \
             slope += slope_terms[j];                                                          \
             curv += curv_terms[j];                                                            \
         }                                                                                     \
     }                                                                                         \
     for (j = i; j < n; j++) {                                                                 \
         double xj = s_k[j];                                                                   \
+        sum = sum + xj;                                                                       \
         slope += 2.0 * gamma * (t - xj);                                                      \
         if (xj > 0.0)                                                                         \
             curv += 2.0 * gamma * (1.0 - 2.0 * gamma / (curvatures[j] + 2.0 * quad));         \
@@ -279,6 +286,7 @@ TARGET static double stc_coupling_##SUFFIX(ptrdiff_t n, const double* s_k,      
             curv += 2.0 * gamma;                                                              \
     }                                                                                         \
     *curvature = curv;                                                                        \
+    *code_sum = sum;                                                                          \
     return slope;                                                                             \
 }                                                                                             \
                                                                                               \

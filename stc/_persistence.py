@@ -257,6 +257,10 @@ def save_model(model, path, *, vocabulary=None, text_options=None):
 # Loading
 # ---------------------------------------------------------------------------
 
+# The first bytes of a zip archive (a local file header), which every model file starts with.
+ZIP_MAGIC = b"PK\x03\x04"
+
+
 def _damaged(path, detail):
     return ModelFileError(f"{path} is truncated or corrupted ({detail}); it cannot be loaded")
 
@@ -287,6 +291,11 @@ def read_model_file(path):
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"model file {path} not found")
+    with open(path, "rb") as handle:
+        start = handle.read(len(ZIP_MAGIC))
+    if not ZIP_MAGIC.startswith(start):  # a cut or damaged model file still starts as one
+        raise ModelFileError(f"{path} is not an stc model file (those are zip archives written "
+                             f"by STC.save, MedSTC.save or `stc fit`)")
     try:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()

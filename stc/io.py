@@ -25,6 +25,7 @@ model that remembers its vocabulary, reads new data into the model's terms.
 import bz2
 import gzip
 import io
+import numbers
 import os
 import re
 
@@ -577,6 +578,25 @@ def _read_text(filename, encoding, decode_error):
         raise ValueError(f"unknown encoding {encoding!r}") from None
 
 
+def _check_document_frequencies(path, min_df, max_df, n_documents):
+    """Say in the folder's terms when min_df and max_df leave no term possible.
+
+    (scikit-learn's CountVectorizer words this as "max_df corresponds to < documents
+    than min_df", also when min_df alone exceeds the number of documents.)
+    """
+    def documents(value):
+        return value if isinstance(value, numbers.Integral) else value * n_documents
+
+    at_least, at_most = documents(min_df), documents(max_df)
+    if at_least > n_documents:
+        raise ValueError(f"text folder {path}: min_df={min_df!r} keeps only terms found in at "
+                         f"least {at_least:g} documents, but the folder has {n_documents}")
+    if at_most < at_least:
+        raise ValueError(f"text folder {path}: max_df={max_df!r} keeps terms found in at most "
+                         f"{at_most:g} of its {n_documents} documents, fewer than the "
+                         f"{at_least:g} that min_df={min_df!r} asks for: no term can be kept")
+
+
 def read_text_folder(path, vocabulary=None, *, stop_words="builtin", min_df=1, max_df=1.0,
                      lowercase=True, token_pattern=TOKEN_PATTERN, strip_accents=None,
                      encoding="utf-8", decode_error="strict"):
@@ -620,6 +640,8 @@ def read_text_folder(path, vocabulary=None, *, stop_words="builtin", min_df=1, m
     stop_list = resolve_stop_words(stop_words)
     filenames, target, target_names = _list_text_folder(path)
     texts = [_read_text(f, encoding, decode_error) for f in filenames]
+    if vocabulary is None:
+        _check_document_frequencies(path, min_df, max_df, len(texts))
     vectorizer = CountVectorizer(
         input="content", lowercase=lowercase, token_pattern=token_pattern,
         strip_accents=strip_accents, stop_words=stop_list, min_df=min_df, max_df=max_df,

@@ -151,6 +151,13 @@ def test_stop_words_and_document_frequency_options(tmp_path):
     assert "the" not in pruned.vocabulary
     with pytest.raises(ValueError, match="min_df=5"):
         stc.io.read_text_folder(root, min_df=5)
+    # frequencies that leave no term possible are named in the folder's terms
+    with pytest.raises(ValueError, match="min_df=7 keeps only terms found in at least 7 "
+                                         "documents, but the folder has 6"):
+        stc.io.read_text_folder(root, min_df=7)
+    with pytest.raises(ValueError, match="max_df=2 keeps terms found in at most 2 of its 6 "
+                                         "documents, fewer than the 3 that min_df=3 asks for"):
+        stc.io.read_text_folder(root, min_df=3, max_df=2)
     with pytest.raises(FileNotFoundError, match="nope.txt"):
         stc.io.read_text_folder(root, stop_words=tmp_path / "nope.txt")
 

@@ -50,9 +50,10 @@ def test_sdist_holds_the_sources_data_tests_and_examples(sdist):
     names, _ = sdist
     extensions = ["stc/losses/_base", "stc/losses/_builtin", "stc/losses/_testing",
                   "stc/_core/_coding", "stc/_core/_simplex", "stc/_core/_sparse_ops",
-                  "stc/_core/_openmp"]
+                  "stc/_core/_openmp", "stc/_core/_simd"]
     required = {module + ".pyx" for module in extensions} | {
         "stc/losses/_base.pxd", "setup.py", "pyproject.toml", "README.md", "CHANGELOG.md",
+        "LICENSE", "stc/_core/_vector_kernels.h", "stc/_core/_simd.pxd",
         "stc/datasets/data/newsgroups3.npz", "stc/datasets/data/stopwords.txt",
         "tests/conftest.py", "tests/fuzz_fit_worker.py", "tests/fuzz_profile.py",
         "docs/examples/python_loss.py", "docs/examples/compiled_loss/setup.py",
@@ -77,3 +78,7 @@ def test_sdist_metadata_has_the_distribution_name_and_stc_version(sdist):
     _, info = sdist
     assert "\nName: sparse-topical-coding\n" in info
     assert f"\nVersion: {stc.__version__}\n" in info
+    # PEP 639: the SPDX expression and the license file it ships
+    assert "\nLicense-Expression: BSD-3-Clause\n" in info
+    assert "\nLicense-File: LICENSE\n" in info
+    assert "\nAuthor: the stc developers\n" in info

@@ -280,8 +280,10 @@ def test_files_that_are_not_models_are_refused(tmp_path):
     np.savez(tmp_path / "plain.npz", a=np.arange(3))
     with pytest.raises(ValueError, match="plain.npz is not an stc model file"):
         stc.load(tmp_path / "plain.npz")
+    # a text file is no model file at all, not a damaged one
     (tmp_path / "text.stc").write_text("hello")
-    with pytest.raises(ValueError, match="text.stc is truncated or corrupted"):
+    with pytest.raises(ValueError, match="text.stc is not an stc model file .those are zip "
+                                         "archives written by STC.save"):
         stc.load(tmp_path / "text.stc")
     with pytest.raises(FileNotFoundError, match="missing.stc"):
         stc.load(tmp_path / "missing.stc")

@@ -38,6 +38,12 @@ found = [c for c in ("cc", "gcc", "c++", "g++", "clang") if shutil.which(c)]
 assert not found, f"a compiler is on PATH: {found}"
 EOF
 python -m pip install -q --upgrade pip
+# the license travels in the wheel (PEP 639: .dist-info/licenses/)
+python - "$wheel" <<'EOF'
+import sys, zipfile
+names = zipfile.ZipFile(sys.argv[1]).namelist()
+assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), "no LICENSE in the wheel"
+EOF
 start=$SECONDS
 python -m pip install -q "$wheel"
 echo "check_wheel: pip install of the wheel and its dependencies took $((SECONDS - start)) s"

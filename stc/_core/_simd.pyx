@@ -28,7 +28,7 @@ cdef extern from "_vector_kernels.h":
         coupling_fn coupling
         means_fn remove_topic
         means_fn add_topic
-    const char* stc_level_names[4]
+    const char* stc_level_name(int level) nogil
     enum:
         STC_OP_SQRT
         STC_OP_DIV
@@ -38,7 +38,7 @@ cdef extern from "_vector_kernels.h":
     int stc_level_supported(int level) nogil
     stc_kernel_table stc_kernel_table_of(int level) nogil
 
-LEVEL_NAMES = tuple(name.decode() for name in stc_level_names[:4])
+LEVEL_NAMES = tuple(stc_level_name(level).decode() for level in range(4))
 ENVIRONMENT_VARIABLE = "STC_SIMD_LEVEL"
 
 cdef stc_kernel_table active

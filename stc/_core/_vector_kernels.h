@@ -23,9 +23,8 @@
 #ifndef STC_VECTOR_KERNELS_H
 #define STC_VECTOR_KERNELS_H
 
+#include <math.h>
 #include <stddef.h>
-#include <stdlib.h>
-#include <string.h>
 
 enum { STC_LEVEL_SCALAR = 0, STC_LEVEL_BASELINE = 1, STC_LEVEL_AVX2 = 2, STC_LEVEL_AVX512 = 3 };
 
@@ -38,6 +37,13 @@ typedef double (*stc_coupling_fn)(ptrdiff_t n, const double* s, const double* cu
                                   double* code_sum);
 typedef void (*stc_means_fn)(ptrdiff_t n, const double* b, const double* s, double* means);
 
+/* Throughput probes for benchmarks/bench_roofline.py: each level's square root, division
+   and multiplication over L1-resident arrays, and a dependent chain of additions (the
+   ordered sums over words). */
+enum { STC_OP_SQRT = 0, STC_OP_DIV = 1, STC_OP_MUL = 2, STC_OP_CHAIN = 3 };
+typedef double (*stc_throughput_fn)(int op, ptrdiff_t n, ptrdiff_t repeats, const double* a,
+                                    const double* b, double* out);
+
 typedef struct {
     int level;
     stc_closed_form_fn poisson;   /* PoissonLoss._solve_coordinates's batch */
@@ -45,7 +51,7 @@ typedef struct {
     stc_coupling_fn coupling;     /* sum_n 2 gamma (t - s_n), its curvature, and sum_n s_n */
     stc_means_fn remove_topic;    /* means -= b s, clamped at 0 */
     stc_means_fn add_topic;       /* means += b s */
-    double (*throughput)(int, ptrdiff_t, ptrdiff_t, const double*, const double*, double*);
+    stc_throughput_fn throughput; /* bench_roofline.py's per-element times */
 } stc_kernel_table;
 
 /* Ask the memory for the n doubles at row, one cache line at a time (a hint; no effect on
@@ -60,21 +66,17 @@ static inline void stc_prefetch_row(const double* row, ptrdiff_t n) {
 #endif
 }
 
-/* Throughput probes for benchmarks/bench_roofline.py: each level's square root, division
-   and multiplication over L1-resident arrays, and a dependent chain of additions (the
-   ordered sums over words). */
-enum { STC_OP_SQRT = 0, STC_OP_DIV = 1, STC_OP_MUL = 2, STC_OP_CHAIN = 3 };
-typedef double (*stc_throughput_fn)(int op, ptrdiff_t n, ptrdiff_t repeats, const double* a,
-                                    const double* b, double* out);
-
 static double stc_throughput_scalar(int op, ptrdiff_t n, ptrdiff_t repeats, const double* a,
                                     const double* b, double* out) {
     ptrdiff_t r, i;
     double chain = 0.0;
     for (r = 0; r < repeats; r++) {
         for (i = 0; i < n; i++) {
-            if (op == STC_OP_CHAIN) chain += a[i];
-            else out[i] = op == STC_OP_SQRT ? __builtin_sqrt(a[i]) : op == STC_OP_DIV ? a[i] / b[i] : a[i] * b[i];
+            if (op == STC_OP_CHAIN)
+                chain += a[i];
+            else
+                out[i] = op == STC_OP_SQRT ? sqrt(a[i]) : op == STC_OP_DIV ? a[i] / b[i]
+                                                                         : a[i] * b[i];
         }
 #if defined(__GNUC__)
         __asm__ volatile("" ::: "memory");
@@ -356,7 +358,10 @@ STC_VECTOR_LEVEL(baseline, , 2, stc_v2d, stc_v2i, STC_SQRT_NEON, STC_BITS_NEON)
 
 /* ---- dispatch -------------------------------------------------------------------------- */
 
-static const char* const stc_level_names[] = {"scalar", "baseline", "avx2", "avx512"};
+static const char* stc_level_name(int level) {
+    static const char* const names[] = {"scalar", "baseline", "avx2", "avx512"};
+    return level >= 0 && level < 4 ? names[level] : "";
+}
 
 /* Whether this build holds the level's code. */
 static int stc_level_compiled(int level) {

@@ -12,6 +12,10 @@ For every document d (in parallel, one document per task) it alternates
     MedSTC's shifted mean enters;
 until the relative decrease of the document's objective falls under `tol`.
 
+The per-word loops of a topic's pass (the loss's closed form, the coupling
+sums, the means without topic k and back) run at the vector level that
+`stc._core._simd` chose for this CPU; every level gives the same bits.
+
 Word codes are stored densely per observed word, aligned with the CSR
 non-zeros of X: row j of `codes` is the code of the j-th stored entry.
 While a document is coded, its word codes and the topic weights of its words
@@ -233,7 +237,6 @@ cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double*
     codes. Returns at once when the loss plugin fails (``failure``), leaving
     the codes and means as they are.
     """
-    cdef Py_ssize_t i
     cdef double t = theta_k[0], t_new, slope, curvature, start_slope = 0.0
     cdef double low = 0.0, high = INFINITY, pen_slope, pen_curv
     cdef double safe_t = t

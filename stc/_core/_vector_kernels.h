@@ -155,109 +155,105 @@ typedef double VD __attribute__((vector_size(8 * W), aligned(8)));              
 typedef long long VI __attribute__((vector_size(8 * W), aligned(8)));                        \
 typedef double VD##u __attribute__((vector_size(8 * W), aligned(8), may_alias));              \
                                                                                               \
+/* One vector of W words of the Poisson batch; 1 when a word needs the scalar loop. */    \
+TARGET static inline int stc_poisson_block_##SUFFIX(const double* y, const double* b,          \
+                                                    const double* rest, double quad,          \
+                                                    double lin, double flat_root, double* x,  \
+                                                    double* curvature) {                      \
+    const double two_quad = 2.0 * quad;                                                       \
+    VD bi = STC_LOAD(VD, b), yi = STC_LOAD(VD, y), ri = STC_LOAD(VD, rest);                   \
+    VD zero = {0.0}, tau = bi + lin;                                                          \
+    VD a1 = two_quad * ri + bi * tau, a0 = ri * tau - yi * bi;                                \
+    VI pos = bi > 0.0, flat = bi <= 0.0;                                                      \
+    VI shortcut = pos & (a1 >= 0.0) & (a0 > 0.0);   /* both roots <= 0: x = 0 */              \
+    VI solve = pos & ~shortcut, positive;                                                     \
+    VD xv = STC_SELECT(VD, VI, flat, zero + flat_root, zero);                                 \
+    if (0 != BITS(~(pos | flat))) return 1;         /* NaN weight */                          \
+    if (0 != BITS(solve)) {       /* the square root and division, where a word needs it */   \
+        VD d0 = two_quad * ri - bi * tau;                                                     \
+        VD disc = d0 * d0 + 8.0 * quad * yi * bi * bi;                                        \
+        VD root_disc = SQRT(disc);                                                            \
+        VD a2 = two_quad * bi;                                                                \
+        VI a1_nonneg = a1 >= 0.0;                                                             \
+        /* one division: the operands of the scalar loop's branch for each word */            \
+        VD root = STC_SELECT(VD, VI, a1_nonneg, -2.0 * a0, -a1 + root_disc)                   \
+                  / STC_SELECT(VD, VI, a1_nonneg, a1 + root_disc, 2.0 * a2);                  \
+        VI in_range = (root > 0.0) & (root < 1e300) & (disc > 1e-290)                         \
+                      & (a1_nonneg | (a2 > 1e-290)) & ~(a1_nonneg & (a0 >= 0.0));             \
+        if (0 != BITS(solve & ~in_range)) return 1;   /* the scalar loop's guards */          \
+        xv = STC_SELECT(VD, VI, solve, root, xv);                                             \
+    }                                                                                         \
+    positive = xv > 0.0;                                                                      \
+    if (0 != BITS(positive)) {                                                                \
+        VD m = ri + bi * xv;                                                                  \
+        VD hess = STC_SELECT(VD, VI, yi > 0.0, yi / (m * m), zero);                           \
+        STC_STORE(VD, curvature, STC_SELECT(VD, VI, positive, bi * bi * hess,                 \
+                                            STC_LOAD(VD, curvature)));                        \
+    }                                                                                         \
+    STC_STORE(VD, x, xv);                                                                     \
+    return 0;                                                                                 \
+}                                                                                             \
+                                                                                              \
+/* One vector of W words of the Gaussian batch; 1 when a word needs the scalar loop. */   \
+TARGET static inline int stc_gaussian_block_##SUFFIX(const double* y, const double* b,         \
+                                                     const double* rest, double quad,         \
+                                                     double lin, double flat_root,            \
+                                                     double* x, double* curvature) {          \
+    VD bi = STC_LOAD(VD, b), yi = STC_LOAD(VD, y), ri = STC_LOAD(VD, rest);                   \
+    VD zero = {0.0};                                                                          \
+    VD scale = bi * bi + 2.0 * quad;                                                          \
+    VD root = (bi * (yi - ri) - lin) / scale;                                                 \
+    VD size = STC_SELECT(VD, VI, root < 0.0, -root, root);                                    \
+    VI positive = root > 0.0;                                                                 \
+    (void)flat_root;                                                                          \
+    if (0 != BITS(~((scale < 1e300) & (size < 1e300)))) return 1;  /* also NaN */             \
+    STC_STORE(VD, curvature, STC_SELECT(VD, VI, positive, bi * bi * 1.0,                      \
+                                        STC_LOAD(VD, curvature)));                            \
+    STC_STORE(VD, x, STC_SELECT(VD, VI, positive, root, zero));                               \
+    return 0;                                                                                 \
+}                                                                                             \
+                                                                                              \
+/* A batch W words at a time; the last n % W words go through the same block on a copy      \
+   padded with the last word (a valid problem, whose extra lanes are dropped). */          \
+TARGET static inline int stc_batch_##SUFFIX(                                                   \
+        int (*block)(const double*, const double*, const double*, double, double, double,    \
+                     double*, double*),                                                       \
+        ptrdiff_t n, const double* y, const double* b, const double* rest, double quad,       \
+        double lin, double* x, double* curvature) {                                           \
+    double flat_root = -lin / (2.0 * quad);                                                   \
+    double py[W], pb[W], pr[W], px[W], pc[W];                                                 \
+    ptrdiff_t i, j, left;                                                                     \
+    if (!(flat_root > 0.0)) flat_root = 0.0;                                                  \
+    for (i = 0; i + W <= n; i += W)                                                           \
+        if (block(y + i, b + i, rest + i, quad, lin, flat_root, x + i, curvature + i))        \
+            return 1;                                                                         \
+    left = n - i;                                                                             \
+    if (left == 0) return 0;                                                                  \
+    for (j = 0; j < W; j++) {                                                                 \
+        ptrdiff_t from = i + (j < left ? j : left - 1);                                       \
+        py[j] = y[from]; pb[j] = b[from]; pr[j] = rest[from];                                 \
+        px[j] = x[from]; pc[j] = curvature[from];                                             \
+    }                                                                                         \
+    if (block(py, pb, pr, quad, lin, flat_root, px, pc)) return 1;                            \
+    for (j = 0; j < left; j++) {                                                              \
+        x[i + j] = px[j];                                                                     \
+        curvature[i + j] = pc[j];                                                             \
+    }                                                                                         \
+    return 0;                                                                                 \
+}                                                                                             \
+                                                                                              \
 TARGET static int stc_poisson_##SUFFIX(ptrdiff_t n, const double* y, const double* b,          \
                                        const double* rest, double quad, double lin,           \
                                        double* x, double* curvature) {                        \
-    const double two_quad = 2.0 * quad;                                                       \
-    double flat_root = -lin / (2.0 * quad);                                                   \
-    ptrdiff_t i, j;                                                                           \
-    if (!(flat_root > 0.0)) flat_root = 0.0;                                                  \
-    for (i = 0; i + W <= n; i += W) {                                                         \
-        VD bi = STC_LOAD(VD, b + i), yi = STC_LOAD(VD, y + i), ri = STC_LOAD(VD, rest + i);   \
-        VD zero = {0.0}, tau = bi + lin;                                                      \
-        VD a1 = two_quad * ri + bi * tau, a0 = ri * tau - yi * bi;                            \
-        VI pos = bi > 0.0, flat = bi <= 0.0;                                                  \
-        VI shortcut = pos & (a1 >= 0.0) & (a0 > 0.0);   /* both roots <= 0: x = 0 */          \
-        VI solve = pos & ~shortcut;                                                           \
-        VD xv = STC_SELECT(VD, VI, flat, zero + flat_root, zero);                             \
-        if (0 != BITS(~(pos | flat))) return 1;         /* NaN weight */                      \
-        if (0 != BITS(solve)) {       /* the square root and division, where a word needs it */ \
-            VD d0 = two_quad * ri - bi * tau;                                                 \
-            VD disc = d0 * d0 + 8.0 * quad * yi * bi * bi;                                    \
-            VD root_disc = SQRT(disc);                                                        \
-            VD a2 = two_quad * bi;                                                            \
-            VI a1_nonneg = a1 >= 0.0;                                                         \
-            /* one division: the operands of the scalar loop's branch for each word */        \
-            VD root = STC_SELECT(VD, VI, a1_nonneg, -2.0 * a0, -a1 + root_disc)               \
-                      / STC_SELECT(VD, VI, a1_nonneg, a1 + root_disc, 2.0 * a2);              \
-            VI in_range = (root > 0.0) & (root < 1e300) & (disc > 1e-290)                     \
-                          & (a1_nonneg | (a2 > 1e-290)) & ~(a1_nonneg & (a0 >= 0.0));         \
-            if (0 != BITS(solve & ~in_range)) return 1;   /* the scalar loop's guards */      \
-            xv = STC_SELECT(VD, VI, solve, root, xv);                                         \
-        }                                                                                     \
-        {                                                                                     \
-            VI positive = xv > 0.0;                                                           \
-            VD old = STC_LOAD(VD, curvature + i);                                             \
-            if (0 != BITS(positive)) {                                                        \
-                VD m = ri + bi * xv;                                                          \
-                VD hess = STC_SELECT(VD, VI, yi > 0.0, yi / (m * m), zero);                   \
-                STC_STORE(VD, curvature + i, STC_SELECT(VD, VI, positive, bi * bi * hess, old)); \
-            }                                                                                 \
-            STC_STORE(VD, x + i, xv);                                                         \
-        }                                                                                     \
-    }                                                                                         \
-    for (j = i; j < n; j++) {                   /* the last n % W words, one by one */         \
-        double bj = b[j], yj = y[j], rj = rest[j], tau, a1, a0, xj;                           \
-        if (bj <= 0.0) {                                                                      \
-            xj = flat_root;                                                                   \
-        } else if (bj > 0.0) {                                                                \
-            tau = bj + lin;                                                                   \
-            a1 = two_quad * rj + bj * tau;                                                    \
-            a0 = rj * tau - yj * bj;                                                          \
-            if (a1 >= 0.0 && a0 > 0.0) {                                                     \
-                xj = 0.0;                                                                     \
-            } else {                                                                          \
-                double d0 = two_quad * rj - bj * tau;                                         \
-                double disc = d0 * d0 + 8.0 * quad * yj * bj * bj, a2 = two_quad * bj;       \
-                double root_disc = __builtin_sqrt(disc);                                      \
-                if (a1 >= 0.0 && a0 >= 0.0) return 1;                                        \
-                if (a1 >= 0.0) xj = -2.0 * a0 / (a1 + root_disc);                             \
-                else if (a2 > 1e-290) xj = (-a1 + root_disc) / (2.0 * a2);                    \
-                else return 1;                                                                \
-                if (!(xj > 0.0 && xj < 1e300 && disc > 1e-290)) return 1;                     \
-            }                                                                                 \
-        } else {                                                                              \
-            return 1;                                 /* NaN weight */                        \
-        }                                                                                     \
-        if (xj > 0.0) {                                                                       \
-            double m = rj + bj * xj;                                                          \
-            curvature[j] = bj * bj * (yj > 0.0 ? yj / (m * m) : 0.0);                         \
-        }                                                                                     \
-        x[j] = xj;                                                                            \
-    }                                                                                         \
-    return 0;                                                                                 \
+    return stc_batch_##SUFFIX(stc_poisson_block_##SUFFIX, n, y, b, rest, quad, lin, x,        \
+                              curvature);                                                     \
 }                                                                                             \
                                                                                               \
 TARGET static int stc_gaussian_##SUFFIX(ptrdiff_t n, const double* y, const double* b,         \
                                         const double* rest, double quad, double lin,          \
                                         double* x, double* curvature) {                       \
-    ptrdiff_t i, j;                                                                           \
-    for (i = 0; i + W <= n; i += W) {                                                         \
-        VD bi = STC_LOAD(VD, b + i), yi = STC_LOAD(VD, y + i), ri = STC_LOAD(VD, rest + i);   \
-        VD zero = {0.0};                                                              \
-        VD scale = bi * bi + 2.0 * quad;                                                      \
-        VD root = (bi * (yi - ri) - lin) / scale;                                             \
-        VD size = STC_SELECT(VD, VI, root < 0.0, -root, root);                                \
-        VI positive = root > 0.0;                                                             \
-        if (0 != BITS(~((scale < 1e300) & (size < 1e300)))) return 1;  /* also NaN */              \
-        {                                                                                     \
-            VD old = STC_LOAD(VD, curvature + i);                                             \
-            STC_STORE(VD, curvature + i, STC_SELECT(VD, VI, positive, bi * bi * 1.0, old));         \
-            STC_STORE(VD, x + i, STC_SELECT(VD, VI, positive, root, zero));                         \
-        }                                                                                     \
-    }                                                                                         \
-    for (j = i; j < n; j++) {                                                                 \
-        double scale = b[j] * b[j] + 2.0 * quad;                                              \
-        double root = (b[j] * (y[j] - rest[j]) - lin) / scale;                                \
-        if (!(scale < 1e300 && (root < 0.0 ? -root : root) < 1e300)) return 1;                \
-        if (root > 0.0) {                                                                     \
-            curvature[j] = b[j] * b[j] * 1.0;                                                 \
-            x[j] = root;                                                                      \
-        } else {                                                                              \
-            x[j] = 0.0;                                                                       \
-        }                                                                                     \
-    }                                                                                         \
-    return 0;                                                                                 \
+    return stc_batch_##SUFFIX(stc_gaussian_block_##SUFFIX, n, y, b, rest, quad, lin, x,       \
+                              curvature);                                                     \
 }                                                                                             \
                                                                                               \
 TARGET static double stc_coupling_##SUFFIX(ptrdiff_t n, const double* s_k,                     \
@@ -400,15 +396,14 @@ static stc_kernel_table stc_kernel_table_of(int level) {
     }
     STC_TABLE(STC_LEVEL_BASELINE, baseline)
 #if defined(__x86_64__)
-    /* Two lanes do not pay for the closed forms: with most codes zero, a pair of words
-       needs the square root and division more often than one word does, at the same
-       cost per lane as the scalar loop (measured: benchmarks/results_roofline.md). */
+    /* Two SSE2 lanes do not pay for the closed forms: with most codes zero, a pair of words
+       needs the square root and division more often than one word does, at about the same
+       cost per lane as the scalar loop, which was faster in a K = 50 sweep (commit
+       3fe0b41). */
     if (level == STC_LEVEL_BASELINE) {
         table.poisson = stc_closed_form_scalar;
         table.gaussian = stc_closed_form_scalar;
     }
-#endif
-#if defined(__x86_64__)
     STC_TABLE(STC_LEVEL_AVX2, avx2)
     STC_TABLE(STC_LEVEL_AVX512, avx512)
 #endif

@@ -80,6 +80,7 @@ EXTENSIONS = [
     "stc.losses._builtin",
     "stc.losses._testing",
     "stc._core._simd",
+    "stc._core._word_codes",
     "stc._core._coding",
     "stc._core._simplex",
     "stc._core._sparse_ops",

@@ -19,8 +19,8 @@ topics and codes of a fitted model are what the steps see in a fit) on the full
 It counts each step's work: word-code updates (coordinate solves, as the kernel
 reports them), the share of them that needs the closed form's square root and
 divisions (the non-zero codes), and the bytes the step must move through memory
-(the dense (nnz, K) word codes read and written, the topic weights gathered per
-stored entry). In the same run it measures the machine's bounds: memory
+(the sparse word codes read and written, the topic weights gathered per stored
+entry). In the same run it measures the machine's bounds: memory
 bandwidth (a copy of 512 MiB split over ``--threads`` threads, read + write) and,
 on data in the L1 cache at the kernels' own vector level
 (``stc._core._simd.throughput``), the time per element of square roots, divisions
@@ -113,6 +113,7 @@ def step_bounds(work, bounds, threads):
 
 def measure(K, train, test, threads, max_iter):
     from stc import STC
+    from stc._core._word_codes import SparseWordCodes
     from stc.coding import code_documents, code_known_terms, transposed
     from stc.dictionary import CorpusLayout, update_dictionary
 
@@ -130,10 +131,13 @@ def measure(K, train, test, threads, max_iter):
     code_documents(problem, Xtr, beta, codes, theta, n_jobs=threads, beta_t=beta_t)
     one_sweep = problem.with_max_iter(1)
     word_bytes = Xtr.nnz * K * 8
+    # as a fit stores them: the non-zero codes, 8 bytes of value and 4 of topic each
+    sparse = SparseWordCodes.from_dense(Xtr.indptr, codes, threads)
+    sparse_bytes = sparse.count_nonzero() * 12 + Xtr.nnz * 16
     rows = {}
 
     def sweep():
-        c, t = codes.copy(), theta.copy()
+        c, t = sparse.copy(), theta.copy()
         start = time.perf_counter()
         result = code_documents(one_sweep, Xtr, beta, c, t, n_jobs=threads, with_start=False,
                                 beta_t=beta_t)
@@ -143,9 +147,9 @@ def measure(K, train, test, threads, max_iter):
     seconds, result, swept = min(timings, key=lambda r: r[0])
     updates = float(result.word_code_updates(Xtr).sum())
     rows["sweep"] = (seconds, {
-        "updates": updates, "solved": updates * float(np.mean(swept > 0)),
-        # word codes read and written, topic weights gathered for every stored entry
-        "bytes": 3 * word_bytes})
+        "updates": updates, "solved": updates * (1.0 - swept.zero_fraction()),
+        # sparse word codes read and written, topic weights gathered for every stored entry
+        "bytes": 2 * sparse_bytes + word_bytes})
 
     seconds, (_, _, result) = best_of(lambda: code_known_terms(
         problem, Xte, beta, n_jobs=threads, beta_t=beta_t))
@@ -160,16 +164,17 @@ def measure(K, train, test, threads, max_iter):
     means = result_means = code_documents(problem.with_max_iter(0), Xtr, beta, codes.copy(),
                                           theta.copy(), n_jobs=threads, beta_t=beta_t).means
     del result_means
-    seconds, _ = best_of(lambda: update_dictionary(problem.loss, layout, codes, beta,
+    seconds, _ = best_of(lambda: update_dictionary(problem.loss, layout, sparse, beta,
                                                    max_iter=1, tol=0.0, n_jobs=threads,
                                                    means=means))
     rows["MM step"] = (seconds, {
-        # one pass over the codes for the first sums, one for the step's loss and sums;
-        # a dozen passes over (K, N) arrays (beta, sums, candidates)
+        # the sparse codes gathered term by term (read and written), then one pass over
+        # them for the first sums and one for the step's loss and sums; a dozen passes
+        # over (K, N) arrays (beta, sums, candidates)
         "updates": 0.0, "solved": 0.0,
-        "bytes": 2 * word_bytes + 12 * beta.size * 8,
-        "entries": 2.0 * Xtr.nnz * K})
-    return rows, float(np.mean(codes == 0)), Xtr.nnz
+        "bytes": 4 * sparse_bytes + 12 * beta.size * 8,
+        "entries": 2.0 * sparse.count_nonzero()})
+    return rows, sparse.zero_fraction(), Xtr.nnz
 
 
 def render(args, bounds, results, command):
@@ -214,9 +219,10 @@ def render(args, bounds, results, command):
               f"- STC at its defaults, fitted for {args.max_iter} outer iterations; the sweep "
               "starts from the fitted codes. Word-code updates as the kernel counts them "
               "(a block Newton step on theta_k passes over the topic's words again).",
-              "- Bytes: the sweep reads and writes the dense (nnz, K) word codes and gathers "
-              "K topic weights per stored entry; transform gathers the weights; the MM step "
-              "reads the codes twice and passes over (K, N) arrays about twelve times.",
+              "- Bytes: the sweep reads and writes the sparse word codes (12 bytes per non-zero "
+              "code, 16 per stored entry) and gathers K topic weights per stored entry; "
+              "transform gathers the weights; the MM step gathers the sparse codes term by "
+              "term, reads them twice and passes over (K, N) arrays about twelve times.",
               "- Each bound is one resource alone; the step's bound is the largest. "
               f"L1 passes: {L1_PASSES_PER_UPDATE} per update at the multiplication pass's rate. "
               "The per-element times are the kernels' own vector loops "

@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from stc._core import _coding, numpy_coding
+from stc._core._word_codes import SparseWordCodes
 from stc._core._constants import BLOCK_NEWTON_STEPS, PENALTIES
 from stc.losses._python import loss_failure_message
 
@@ -90,7 +91,7 @@ def _result(arrays, means, loss, X):
     return CodingResult(objective, loss_part, n_iter, passes, start[:, 0], start[:, 1], means)
 
 
-def initial_codes(X, n_topics, value=1.0):
+def initial_codes(X, n_topics, value=1.0, sparse=False):
     """Start every word code and document code at ``value`` (1 by default).
 
     All topics start equal (no topic is favoured by the sweep order) and at
@@ -98,9 +99,12 @@ def initial_codes(X, n_topics, value=1.0):
     reconstruct every count exactly, which with ~1e-4 topic weights means
     codes ~1e4) costs many sweeps: the paper's plain alternation sheds only
     about rho / (2 gamma) of the common level of s and theta per sweep.
-    Empty documents start (and stay) at zero.
+    Empty documents start (and stay) at zero. The word codes are a dense
+    (nnz, K) array, or with ``sparse`` `SparseWordCodes` (which holds the
+    start value without storing it).
     """
-    codes = np.full((X.nnz, n_topics), float(value))
+    codes = (SparseWordCodes(X.indptr, n_topics, float(value)) if sparse
+             else np.full((X.nnz, n_topics), float(value)))
     theta = np.full((X.shape[0], n_topics), float(value))
     theta[np.diff(X.indptr) == 0] = 0.0
     return codes, theta
@@ -134,21 +138,37 @@ def transposed(beta):
     return np.ascontiguousarray(np.asarray(beta, dtype=np.float64).T)
 
 
+class ShiftedMean(NamedTuple):
+    """What MedSTC's shifted mean adds to a coding call (`code_documents`'s ``shift``).
+
+    ``theta_linear`` (n_docs, K) b subtracts b_d . theta_d from each
+    document's objective; ``active``, None or a uint8 array of n_docs, leaves
+    the documents with 0 as they are; ``start_means``, None or a float64 array
+    of nnz, receives the means of the start codes; ``with_start`` as in
+    `code_documents`.
+    """
+
+    theta_linear: np.ndarray
+    active: np.ndarray = None
+    start_means: np.ndarray = None
+    with_start: bool = True
+
+
 def code_documents(problem, X, beta, codes, theta, *, theta_linear=None, active=None,
                    n_jobs=None, with_start=True, keep_start_means=False, beta_t=None):
     """Code every document of CSR ``X`` in place, warm-started from ``codes`` and ``theta``.
 
-    ``codes`` (nnz, K) and ``theta`` (n_docs, K) are updated in place.
+    ``codes``, the word codes (a dense (nnz, K) array or `SparseWordCodes`),
+    and ``theta`` (n_docs, K) are updated in place.
     ``theta_linear``, a (n_docs, K) array b or None, subtracts b_d . theta_d
     from each document's objective (MedSTC's shifted mean). ``active``, a
     boolean array of n_docs, leaves the documents where it is False as they
     are: no sweep, their means and objective computed at their current codes.
     Returns a `CodingResult`. ``with_start=False`` says the caller does not
     need the objective at the start codes: a call of one sweep then skips it
-    (about 8 % of a warm sweep at K = 50) and its start values are NaN.
-    ``keep_start_means`` also returns the means of the start codes
-    (``start_means``; the kernel computes them anyway). ``beta_t``:
-    `transposed` (beta), if the caller has it.
+    and its start values are NaN. ``keep_start_means`` also returns the means
+    of the start codes (``start_means``; the kernel computes them anyway).
+    ``beta_t``: `transposed` (beta), if the caller has it.
     """
     means = np.zeros(X.nnz, dtype=np.float64)
     start_means = np.empty(X.nnz, dtype=np.float64) if keep_start_means else None
@@ -160,16 +180,25 @@ def code_documents(problem, X, beta, codes, theta, *, theta_linear=None, active=
             raise ValueError(f"active must be a boolean array of shape ({X.shape[0]},)")
     loss = problem.loss
     if loss.runs_in_kernel:
-        arrays = _coding.code_documents(
-            loss, problem.params, X.indptr, X.indices, X.data,
-            transposed(beta) if beta_t is None else beta_t, codes, theta, means,
-            theta_linear, None if active is None else active.view(np.uint8), n_jobs, with_start,
-            start_means)
+        beta_t = transposed(beta) if beta_t is None else beta_t
+        shifted = theta_linear is not None or active is not None or keep_start_means
+        if shifted:
+            shift = ShiftedMean(theta_linear, None if active is None else active.view(np.uint8),
+                                start_means, with_start)
+            arrays = _coding.code_shifted_documents(loss, problem.params, X, beta_t, codes,
+                                                    theta, means, shift, n_jobs)
+        else:
+            arrays = _coding.code_documents(loss, problem.params, X, beta_t, codes, theta,
+                                            means, n_jobs, with_start)
     else:
+        sparse = isinstance(codes, SparseWordCodes)
+        dense = codes.toarray() if sparse else codes
         if keep_start_means:
-            start_means[:] = np.sum(codes * beta.T[X.indices], axis=1)
-        arrays = numpy_coding.code_documents(loss, problem.params, X, beta, codes, theta, means,
+            start_means[:] = np.sum(dense * beta.T[X.indices], axis=1)
+        arrays = numpy_coding.code_documents(loss, problem.params, X, beta, dense, theta, means,
                                              theta_linear, active)
+        if sparse:
+            codes.assign(dense)
     result = _result(arrays, means, loss, X)._replace(start_means=start_means)
     if not with_start and problem.max_iter == 1:  # the same for both paths
         result = result._replace(start_objective=np.full(X.shape[0], np.nan),
@@ -177,26 +206,56 @@ def code_documents(problem, X, beta, codes, theta, *, theta_linear=None, active=
     return result
 
 
+def entry_codes(codes, entry):
+    """The K word codes of stored entry ``entry`` (dense or `SparseWordCodes` codes)."""
+    return codes.row(entry) if isinstance(codes, SparseWordCodes) else codes[entry]
+
+
+def zero_code_fraction(codes):
+    """The share of word codes that are exactly 0 (dense or `SparseWordCodes` codes)."""
+    if isinstance(codes, SparseWordCodes):
+        return codes.zero_fraction()
+    return float(np.mean(codes == 0)) if codes.size else 0.0
+
+
+def as_sparse_codes(codes, indptr, n_jobs=None):
+    """``codes`` as `SparseWordCodes` (dense (nnz, K) codes are converted; documents: ``indptr``)."""
+    if isinstance(codes, SparseWordCodes):
+        return codes
+    return SparseWordCodes.from_dense(indptr, codes, n_jobs)
+
+
 def code_new_documents(problem, X, beta, *, keep_word_codes=False, n_jobs=None, beta_t=None):
     """Code new documents with topics ``beta``; return (theta, word codes or None, `CodingResult`).
 
     Each document starts with all its codes at the best single value for them
     (`common_start_value`), far closer to its optimum than a fixed start when
-    the penalties are large. The (nnz, K) word codes are kept only when
-    ``keep_word_codes``. ``beta_t``: `transposed` (beta), if the caller has it.
+    the penalties are large. The word codes are kept only when
+    ``keep_word_codes``: True keeps the dense (nnz, K) array, ``"sparse"``
+    `SparseWordCodes`. ``beta_t``: `transposed` (beta), if the caller has it.
     """
     n_topics = beta.shape[0]
-    codes = np.empty((X.nnz, n_topics)) if keep_word_codes else None
+    if keep_word_codes not in (False, True, "sparse"):
+        raise ValueError(f"keep_word_codes must be False, True or 'sparse', got "
+                         f"{keep_word_codes!r}")
+    codes = None
+    if keep_word_codes == "sparse":
+        codes = SparseWordCodes(X.indptr, n_topics)
+    elif keep_word_codes:
+        codes = np.empty((X.nnz, n_topics))
     theta = np.empty((X.shape[0], n_topics))
     means = np.zeros(X.nnz, dtype=np.float64)
     loss = problem.loss
     if loss.runs_in_kernel:
-        arrays = _coding.code_new_documents(loss, problem.params, X.indptr, X.indices, X.data,
+        arrays = _coding.code_new_documents(loss, problem.params, X,
                                             transposed(beta) if beta_t is None else beta_t,
                                             codes, theta, means, n_jobs)
     else:
-        arrays = numpy_coding.code_new_documents(loss, problem.params, X, beta, codes, theta,
+        dense = np.empty((X.nnz, n_topics)) if keep_word_codes == "sparse" else codes
+        arrays = numpy_coding.code_new_documents(loss, problem.params, X, beta, dense, theta,
                                                  means)
+        if keep_word_codes == "sparse":
+            codes.assign(dense)
     return theta, codes, _result(arrays, means, loss, X)
 
 
@@ -237,9 +296,9 @@ def segment_objectives(problem, X, beta, old_codes, new_codes, old_theta, new_th
     steps = np.ascontiguousarray(steps, dtype=np.float64)
     loss = problem.loss
     if loss.runs_in_kernel:
-        return _coding.segment_objectives(loss, problem.params, X.indptr, X.indices, X.data,
+        return _coding.segment_objectives(loss, problem.params, X,
                                           transposed(beta) if beta_t is None else beta_t,
-                                          old_codes, new_codes, old_theta, new_theta,
+                                          (old_codes, old_theta), (new_codes, new_theta),
                                           rows, steps, n_jobs)
     # A pure-Python loss: form the trial codes of the listed documents.
     sub = X[rows]
@@ -257,7 +316,12 @@ def segment_objectives(problem, X, beta, old_codes, new_codes, old_theta, new_th
 
 
 def document_objectives(problem, X, beta, codes, theta, n_jobs=None):
-    """Objective (2) of every document at the given codes, and its loss part (two arrays)."""
+    """Objective (2) of every document at the given codes, and its loss part (two arrays).
+
+    ``codes``: the word codes, dense (nnz, K) or `SparseWordCodes`.
+    """
+    if isinstance(codes, SparseWordCodes):
+        codes = codes.toarray(n_jobs)
     rows = np.arange(X.shape[0])
     return segment_objectives(problem, X, beta, codes, codes, theta, theta, rows,
                               np.zeros(X.shape[0]), n_jobs)

@@ -42,6 +42,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 from sklearn.utils.extmath import randomized_svd
 
+from stc.coding import as_sparse_codes
 from stc._core._simplex import mm_exact_rows, project_rows_onto_simplex, simplex_multipliers
 from stc._core._sparse_ops import (mm_first_statistics, mm_step_statistics, word_code_sums,
                                   word_means)
@@ -156,6 +157,7 @@ class CorpusLayout:
     """Index structures of X's non-zeros reused by every dictionary update."""
 
     def __init__(self, X):
+        self.indptr = X.indptr  # the documents' entries (to store dense codes sparse)
         self.indices = np.ascontiguousarray(X.indices, dtype=np.intc)
         self.data = np.ascontiguousarray(X.data, dtype=np.float64)
         self.n_features = X.shape[1]
@@ -171,10 +173,31 @@ class CorpusLayout:
         """X's values in ``col_entries``' order: the MM passes read them in sequence."""
         return self.data[self.col_entries]
 
+    @functools.cached_property
+    def col_positions(self):
+        """0, 1, ..., nnz - 1: the entries of `term_major_codes`, which are in term order."""
+        return np.arange(self.col_entries.shape[0], dtype=np.intc)
+
+
+def term_major_codes(codes, layout, n_jobs=None):
+    """The word codes with their rows in ``layout``'s term-by-term order (``col_entries``).
+
+    Every statistic of the dictionary step sums over a term's entries; the
+    entries of a term lie all over the corpus, so reading the codes in place
+    costs a scattered row per entry and pass. Gathered once per dictionary
+    step, each pass reads them in sequence (entry p of the result is entry
+    ``col_entries[p]``: pass ``col_positions`` as the entries, and values in
+    the same order). The same rows in the same order: the same sums, bit for bit.
+    """
+    # the last gathered codes' memory is reused (fresh memory costs a page fault per 4 KiB)
+    layout.term_major = as_sparse_codes(codes, layout.indptr, n_jobs).gathered(
+        layout.col_entries, n_jobs, out=getattr(layout, "term_major", None))
+    return layout.term_major
+
 
 def dictionary_loss(loss, layout, codes, beta, n_jobs=None):
     """F(beta): the total reconstruction loss over X's non-zeros, and the means."""
-    means = word_means(layout.indices, codes, np.ascontiguousarray(beta.T), n_jobs)
+    means = word_means(layout.indices, as_sparse_codes(codes, layout.indptr, n_jobs), np.ascontiguousarray(beta.T), n_jobs)
     return float(np.sum(loss.loss(layout.data, means))), means
 
 
@@ -201,8 +224,11 @@ def update_dictionary(loss, layout, codes, beta, method="auto", max_iter=10, tol
     under ``tol``. The returned F is never above F at the input. ``means``
     may pass the means s_j . beta[:, n_j] at the input (the coding kernel
     returns them), which saves recomputing them. ``method="auto"`` takes the
-    loss's ``dictionary_method``.
+    loss's ``dictionary_method``. ``codes``: dense (nnz, K) or `SparseWordCodes`
+    (dense codes are stored sparse for the step: every pass then reads only
+    the non-zero codes).
     """
+    codes = as_sparse_codes(codes, layout.indptr, n_jobs)
     if method == "auto":
         method = loss.dictionary_method
     if method not in ("mm", "pg"):
@@ -240,8 +266,9 @@ class NonFiniteLossError(ValueError):
 def mm_dictionary_steps(loss, layout, codes, beta, means, value, max_iter, tol, n_jobs):
     """Majorisation-minimisation steps on F (Poisson deviance); see the module docstring.
 
-    c and the first step's a = beta * (weighted sums) come from one pass over
-    the codes (`mm_first_statistics`); after that, every step's F and the
+    The codes are gathered term by term first (`term_major_codes`). c and the
+    first step's a = beta * (weighted sums) come from one pass over them
+    (`mm_first_statistics`); after that, every step's F and the
     next step's a come from one pass (`mm_step_statistics`), and the compiled
     `mm_exact_rows` finds nu (warm-started from step to step) and normalises
     every row, topics in parallel. Everything stays in beta's (K, N) layout
@@ -254,8 +281,10 @@ def mm_dictionary_steps(loss, layout, codes, beta, means, value, max_iter, tol, 
     beta = np.ascontiguousarray(beta, dtype=np.float64)
     shape = beta.shape
     responsibilities, code_sums = np.empty(shape), np.empty(shape)
-    mm_first_statistics(layout.col_ptr, layout.col_entries, codes,
-                        _poisson_ratio(layout, means), beta, responsibilities, code_sums, n_jobs)
+    codes, entries = term_major_codes(codes, layout, n_jobs), layout.col_positions
+    mm_first_statistics(layout.col_ptr, entries, codes,
+                        _poisson_ratio(layout, means)[layout.col_entries], beta,
+                        responsibilities, code_sums, n_jobs)
     multipliers = np.full(shape[0], np.nan)
     rows = []  # our candidate buffers: at most two, one of them may hold beta
 
@@ -271,7 +300,7 @@ def mm_dictionary_steps(loss, layout, codes, beta, means, value, max_iter, tol, 
                                   out)
         # a is read: the next step's a goes into the same buffer
         new_value = mm_step_statistics(
-            loss, layout.col_ptr, layout.col_entries, layout.col_data, codes, candidate,
+            loss, layout.col_ptr, entries, layout.col_data, codes, candidate,
             None if last else responsibilities, n_jobs)
         return candidate, new_value, responsibilities
 

@@ -53,7 +53,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from stc._core._sparse_ops import mm_first_statistics, mm_step_statistics
-from stc.coding import code_new_documents
+from stc._core._word_codes import SparseWordCodes
+from stc.coding import as_sparse_codes, code_new_documents
 from stc._core._simplex import mm_minimiser_rows, online_block_step
 from stc.dictionary import CorpusLayout
 from stc.training import count_capped
@@ -223,7 +224,7 @@ class CodedBatch:
     """
 
     layout: BatchLayout
-    codes: np.ndarray     # word codes (nnz of the batch, K)
+    codes: SparseWordCodes  # word codes (nnz of the batch, K)
     plain: np.ndarray     # (K, terms): sum_j s_jk over the term's entries j
     responsibilities: np.ndarray  # (K, terms): beta_kn sum_j s_jk y_j / mean_j
     outcome: BatchOutcome
@@ -251,7 +252,7 @@ def code_batch(problem, X, beta, n_jobs=None):
     """
     layout, beta_t = batch_columns(X, beta)
     _, codes, result = code_new_documents(problem, layout.compact, beta_t.T,
-                                          keep_word_codes=True, n_jobs=n_jobs, beta_t=beta_t)
+                                          keep_word_codes="sparse", n_jobs=n_jobs, beta_t=beta_t)
     outcome = BatchOutcome(float(np.sum(result.objective)), X.shape[0],
                            count_capped(result, problem))
     return batch_sums(X, beta, codes, result.means, outcome, n_jobs, layout)
@@ -267,6 +268,7 @@ def batch_sums(X, beta, codes, means, outcome, n_jobs=None, layout=None):
     """
     if layout is None:
         layout = BatchLayout(X)
+    codes = as_sparse_codes(codes, X.indptr, n_jobs)
     ratio = np.divide(layout.data, means, out=np.zeros_like(means), where=means > 0)
     shape = (codes.shape[1], layout.terms.size)
     plain, responsibilities = np.empty(shape), np.empty(shape)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stc.coding import code_documents
+from stc.coding import code_documents, zero_code_fraction
 from stc.dictionary import CorpusLayout, update_dictionary
 
 
@@ -33,7 +33,7 @@ class TrainingState:
     X: object              # CSR counts, validated
     layout: CorpusLayout   # X's entries grouped by term (dictionary step)
     beta: np.ndarray       # topics (K, N), rows on the simplex
-    codes: np.ndarray      # word codes (nnz, K)
+    codes: object          # word codes: SparseWordCodes, or dense (nnz, K) (MedSTC)
     theta: np.ndarray      # document codes (D, K)
     capped_documents: int = 0  # documents whose last coding call hit its sweep cap
 
@@ -210,7 +210,7 @@ class ProgressPrinter:
         eta = "?" if left is None else f"{left * elapsed / iteration:.0f}s"
         extra = self.describe(iteration) if self.describe is not None else ""
         print(f"iter {iteration:3d}/{self.max_iter}  objective {objective[-1]:.6e}  "
-              f"word-code zeros {float(np.mean(state.codes == 0)):.3f}  "
+              f"word-code zeros {zero_code_fraction(state.codes):.3f}  "
               f"doc-code zeros {float(np.mean(state.theta == 0)):.3f}{extra}  "
               f"elapsed {elapsed:.1f}s  left ~{eta}", file=self.stream, flush=True)
 

@@ -18,6 +18,12 @@ from stc.dictionary import CorpusLayout, dictionary_loss, simplex_multiplier, up
 from stc.losses import BernoulliLoss, GaussianLoss, PoissonLoss
 
 from conftest import brief_fit
+from stc._core._word_codes import SparseWordCodes
+
+
+def rows(codes):
+    """Dense (nnz, K) codes as the statistics kernels read them (one block: any grouping will do)."""
+    return SparseWordCodes.from_dense([0, codes.shape[0]], codes)
 
 # ---------------------------------------------------------------------------
 # update_dictionary
@@ -77,7 +83,7 @@ def test_mm_statistics_is_F_and_the_ratio_sums_in_one_pass():
     X, layout, codes, beta = random_problem(3, zero_codes=0.2)
     codes[:3] = 0.0  # entries with mean 0: ratio 0, infinite loss where y > 0
     loss = PoissonLoss()
-    value, sums = mm_statistics(loss, layout.col_ptr, layout.col_entries, layout.data, codes,
+    value, sums = mm_statistics(loss, layout.col_ptr, layout.col_entries, layout.data, rows(codes),
                                 np.ascontiguousarray(beta.T))
     means = np.sum(codes * beta[:, X.indices].T, axis=1)
     ratio = np.divide(X.data, means, out=np.zeros_like(means), where=means > 0)
@@ -86,7 +92,7 @@ def test_mm_statistics_is_F_and_the_ratio_sums_in_one_pass():
     np.testing.assert_allclose(sums, expected, rtol=1e-12, atol=1e-300)
     assert value == np.inf
     codes[:3] = 1.0
-    value, _ = mm_statistics(loss, layout.col_ptr, layout.col_entries, layout.data, codes,
+    value, _ = mm_statistics(loss, layout.col_ptr, layout.col_entries, layout.data, rows(codes),
                              np.ascontiguousarray(beta.T), with_ratio_sums=False)
     assert value == pytest.approx(reference_F(loss, X, codes, beta), rel=1e-12)
     assert value == pytest.approx(dictionary_loss(loss, layout, codes, beta)[0], rel=1e-12)
@@ -111,10 +117,10 @@ def test_mm_kernels_in_beta_layout_match_the_term_major_ones_bit_for_bit(n_jobs)
     loss = PoissonLoss()
     means = np.sum(codes * beta[:, X.indices].T, axis=1)
     ratio = np.divide(X.data, means, out=np.zeros_like(means), where=means > 0)
-    plain, weighted = word_code_sums(layout.col_ptr, layout.col_entries, codes, ratio, n_jobs,
+    plain, weighted = word_code_sums(layout.col_ptr, layout.col_entries, rows(codes), ratio, n_jobs,
                                      with_plain=True)
     a, c = np.empty_like(beta), np.empty_like(beta)
-    mm_first_statistics(layout.col_ptr, layout.col_entries, codes, ratio, beta, a, c, n_jobs)
+    mm_first_statistics(layout.col_ptr, layout.col_entries, rows(codes), ratio, beta, a, c, n_jobs)
     assert np.array_equal(c, plain.T) and np.array_equal(a, beta * weighted.T)
 
     old_nu, new_nu = np.full(7, np.nan), np.full(7, np.nan)
@@ -123,13 +129,13 @@ def test_mm_kernels_in_beta_layout_match_the_term_major_ones_bit_for_bit(n_jobs)
     assert np.array_equal(new, old) and np.array_equal(new_nu, old_nu, equal_nan=True)
     assert np.isnan(new_nu[6]) and np.array_equal(new[6], beta[6])
 
-    value, sums = mm_statistics(loss, layout.col_ptr, layout.col_entries, layout.data, codes,
+    value, sums = mm_statistics(loss, layout.col_ptr, layout.col_entries, layout.data, rows(codes),
                                 np.ascontiguousarray(new.T), n_jobs)
     next_a = np.empty_like(beta)
-    assert mm_step_statistics(loss, layout.col_ptr, layout.col_entries, layout.col_data, codes,
+    assert mm_step_statistics(loss, layout.col_ptr, layout.col_entries, layout.col_data, rows(codes),
                               new, next_a, n_jobs) == value
     assert np.array_equal(next_a, new * sums.T)
-    assert mm_step_statistics(loss, layout.col_ptr, layout.col_entries, layout.col_data, codes,
+    assert mm_step_statistics(loss, layout.col_ptr, layout.col_entries, layout.col_data, rows(codes),
                               new, None, n_jobs) == value
     with pytest.raises(ValueError, match="not beta itself"):
         mm_exact_rows(beta, a, c, new_nu, 100, n_jobs, out=beta)
@@ -152,33 +158,33 @@ def test_mm_kernels_read_a_batchs_columns_out_of_the_whole_vocabulary(n_jobs):
     means = np.sum(codes * beta_batch[:, X.indices].T, axis=1)
     ratio = np.divide(X.data, means, out=np.zeros_like(means), where=means > 0)
     expected = [np.empty_like(beta_batch) for _ in range(3)]
-    mm_first_statistics(layout.col_ptr, layout.col_entries, codes, ratio, beta_batch,
+    mm_first_statistics(layout.col_ptr, layout.col_entries, rows(codes), ratio, beta_batch,
                         expected[0], expected[1], n_jobs)
     value = mm_step_statistics(loss, layout.col_ptr, layout.col_entries, layout.col_data,
-                               codes, beta_batch, expected[2], n_jobs)
+                               rows(codes), beta_batch, expected[2], n_jobs)
     got = [np.empty_like(beta_batch) for _ in range(3)]
-    mm_first_statistics(layout.col_ptr, layout.col_entries, codes, ratio, beta, got[0], got[1],
+    mm_first_statistics(layout.col_ptr, layout.col_entries, rows(codes), ratio, beta, got[0], got[1],
                         n_jobs, columns)
-    assert mm_step_statistics(loss, layout.col_ptr, layout.col_entries, layout.col_data, codes,
+    assert mm_step_statistics(loss, layout.col_ptr, layout.col_entries, layout.col_data, rows(codes),
                               beta, got[2], n_jobs, columns) == value
     for a, b in zip(got, expected):
         assert np.array_equal(a, b)
     out = np.empty_like(beta_batch)
     # online learning's steps need a only: without the loss, the same a and F is NaN
     assert np.isnan(mm_step_statistics(loss, layout.col_ptr, layout.col_entries,
-                                       layout.col_data, codes, beta, out, n_jobs, columns,
+                                       layout.col_data, rows(codes), beta, out, n_jobs, columns,
                                        with_loss=False))
     assert np.array_equal(out, expected[2])
     for bad, match in [(columns[:-1], "90 entries"), (columns.astype(np.int32), "intp"),
                        (np.where(columns == columns[-1], 400, columns), r"\[0, 400\)")]:
         with pytest.raises(ValueError, match=match):
-            mm_step_statistics(loss, layout.col_ptr, layout.col_entries, layout.col_data, codes,
+            mm_step_statistics(loss, layout.col_ptr, layout.col_entries, layout.col_data, rows(codes),
                                beta, out, n_jobs, bad)
         with pytest.raises(ValueError, match=match):
-            mm_first_statistics(layout.col_ptr, layout.col_entries, codes, ratio, beta, out,
+            mm_first_statistics(layout.col_ptr, layout.col_entries, rows(codes), ratio, beta, out,
                                 got[1], n_jobs, bad)
     with pytest.raises(ValueError, match=r"beta must be \(5, 90\)"):
-        mm_step_statistics(loss, layout.col_ptr, layout.col_entries, layout.col_data, codes,
+        mm_step_statistics(loss, layout.col_ptr, layout.col_entries, layout.col_data, rows(codes),
                            beta, out, n_jobs)
 
 
@@ -458,14 +464,14 @@ def test_compiled_mm_update_matches_its_formula():
     plain = np.zeros((X.shape[1], 5))
     np.add.at(weighted, layout.indices, codes * ratio[:, None])
     np.add.at(plain, layout.indices, codes)
-    pair = word_code_sums(layout.col_ptr, layout.col_entries, codes, ratio, with_plain=True)
+    pair = word_code_sums(layout.col_ptr, layout.col_entries, rows(codes), ratio, with_plain=True)
     np.testing.assert_allclose(pair[0], plain, rtol=1e-13, atol=1e-15)
     np.testing.assert_allclose(pair[1], weighted, rtol=1e-13, atol=1e-15)
     # the same sums as the single-sum function (the same order; the compiler
     # may round the weighted products differently)
-    assert np.array_equal(pair[0], word_code_sums(layout.col_ptr, layout.col_entries, codes,
+    assert np.array_equal(pair[0], word_code_sums(layout.col_ptr, layout.col_entries, rows(codes),
                                                   np.empty(0)))
-    np.testing.assert_allclose(pair[1], word_code_sums(layout.col_ptr, layout.col_entries, codes,
+    np.testing.assert_allclose(pair[1], word_code_sums(layout.col_ptr, layout.col_entries, rows(codes),
                                                        ratio), rtol=1e-14, atol=0)
     a = beta * weighted.T
     c = plain.T

@@ -226,8 +226,7 @@ def test_segment_objectives_match_the_objective_at_formed_codes(corpus):
         np.testing.assert_allclose(recon, expected_recon[rows], rtol=1e-12)
     codes, theta = new_codes.copy(), new_theta.copy()
     means = np.full(Xv.nnz, -1.0)
-    move_along_segments(Xv.indptr, Xv.indices, beta_t, old_codes, codes, old_theta, theta, means,
-                        rows, steps)
+    move_along_segments(Xv, beta_t, (old_codes, old_theta), (codes, theta), means, rows, steps)
     for d, t in zip(rows, steps):
         span = slice(Xv.indptr[d], Xv.indptr[d + 1])
         np.testing.assert_allclose(codes[span], old_codes[span] + t * (new_codes[span]

@@ -96,7 +96,8 @@ def test_a_single_sweep_without_the_start_objective_codes_the_same(corpus):
                                     with_start=with_start)
             outcomes.append((state.codes, state.theta, result))
         (codes, theta, full), (codes_, theta_, skipped) = outcomes
-        assert codes.tobytes() == codes_.tobytes() and theta.tobytes() == theta_.tobytes()
+        assert (np.asarray(codes).tobytes() == np.asarray(codes_).tobytes()
+                and theta.tobytes() == theta_.tobytes())
         for name in ("objective", "loss", "means", "n_iter", "passes"):
             assert getattr(full, name).tobytes() == getattr(skipped, name).tobytes()
         assert np.all(np.isfinite(full.start_objective))

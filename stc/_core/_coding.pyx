@@ -33,6 +33,8 @@ from libc.math cimport INFINITY, NAN, fabs, isfinite
 from libc.stdlib cimport free, malloc
 
 from stc._core._simd cimport add_topic, coupling_slope, remove_topic
+from stc._core._word_codes cimport (STORE_SCRATCH, CodeRows, SparseWordCodes, load_rows,
+                                    store_rows)
 from stc.losses._base cimport CompiledLoss
 
 import numpy as np
@@ -381,11 +383,37 @@ cdef struct DocumentResult:
     double start_loss
     int n_iter           # sweeps made
     long long passes     # passes over the document's words, all topics (word-code updates / n_words)
+    bint out_of_memory   # its sparse codes could not be stored (they are left as they were)
     LossFailure failure  # where the loss plugin returned NaN, if it did (coding stopped there)
 
 
-cdef inline void load_document(const double[:, ::1] beta_t, const int* words,
-                               Py_ssize_t n_words, Py_ssize_t n_topics, double* b) noexcept nogil:
+cdef struct CorpusView:
+    # The documents and the topics, as the kernel reads them.
+    const int* indptr        # CSR X: document d's entries are indptr[d] .. indptr[d + 1]
+    const int* indices       # their terms
+    const double* data       # their values
+    const double* beta_t     # the dictionary transposed, (n_features, K), C-contiguous
+    Py_ssize_t n_topics
+
+
+cdef struct CodeStore:
+    # Where the word codes are read from and written to: the dense (nnz, K) array, the
+    # sparse rows (`SparseWordCodes`), or neither (new documents whose codes are not kept).
+    double* dense
+    CodeRows* sparse
+
+
+cdef struct CallInputs:
+    # What one call adds to every document's coding problem.
+    const double* theta_linear   # (n_docs, K) or NULL: - b_d . theta_d (MedSTC's shifted mean)
+    const unsigned char* active  # n_docs or NULL: a document with 0 is not swept
+    double* start_means          # nnz or NULL: receives the means of the start codes
+    bint warm                    # start from the stored codes, else from the common start value
+    bint with_start              # evaluate the objective at the start of a one-sweep call
+
+
+cdef inline void load_document(const double* beta_t, Py_ssize_t n_topics, const int* words,
+                               Py_ssize_t n_words, double* b) noexcept nogil:
     """Gather the topic weights of the document's words into b, topic by topic.
 
     ``beta_t`` is the dictionary transposed, (N, K): a word's K weights are
@@ -397,8 +425,8 @@ cdef inline void load_document(const double[:, ::1] beta_t, const int* words,
     for i in range(n_words):
         if i + LOAD_AHEAD < n_words:
             # the rows are scattered over the whole dictionary: ask for one early
-            prefetch_row(&beta_t[words[i + LOAD_AHEAD], 0], n_topics)
-        row = &beta_t[words[i], 0]
+            prefetch_row(beta_t + words[i + LOAD_AHEAD] * n_topics, n_topics)
+        row = beta_t + words[i] * n_topics
         for k in range(n_topics):
             b[k * n_words + i] = row[k]
 
@@ -511,82 +539,147 @@ cdef void refresh_means(CompiledLoss loss, Py_ssize_t n_words, Py_ssize_t n_topi
                                            p, &out.loss_part)
 
 
-cdef void code_one_document(CompiledLoss loss, Py_ssize_t d, const int[::1] indptr,
-                            const int[::1] indices, const double[::1] data,
-                            const double[:, ::1] beta_t, double[:, ::1] codes, bint has_codes,
-                            bint warm, double[:, ::1] theta, double[::1] means, double* work,
-                            const double* linear, const CodingParams* p, int max_iter,
-                            bint with_start, double* start_means,
-                            DocumentResult* out) noexcept nogil:
-    """Code document d, from its stored codes (``warm``) or from its common start value.
+cdef void start_codes(CompiledLoss loss, const CorpusView* corpus, const CodeStore* store,
+                      const CallInputs* call, const CodingParams* p, Py_ssize_t d,
+                      double* theta_d, double* s, const double* b, double* scratch) noexcept nogil:
+    """Put document d's start codes in s (topic by topic) and theta_d.
 
-    ``work`` holds at least (2 K + 1) n_words + K doubles: the word codes s and
-    the topic weights b of the document's words, both topic by topic, scratch
-    for one topic's word curvatures, and each topic's sum of word codes. ``start_means``, if not NULL,
-    receives the exact means of the start codes (the corpus's nnz entries).
+    Warm: the stored codes (theta_d holds the document's codes already).
+    Otherwise every code, word and document, starts at the document's
+    `common_start_value`; ``scratch`` holds n_words doubles.
     """
-    cdef Py_ssize_t start = indptr[d], end = indptr[d + 1]
-    cdef Py_ssize_t n_topics = beta_t.shape[1], n_words = end - start, i, k
+    cdef Py_ssize_t start = corpus.indptr[d], n_words = corpus.indptr[d + 1] - start
+    cdef Py_ssize_t n_topics = corpus.n_topics, i, k
+    cdef double value
+    cdef const double* linear = (call.theta_linear + d * n_topics
+                                 if call.theta_linear != NULL else NULL)
+    if call.warm and store.sparse != NULL:
+        load_rows(store.sparse, start, n_words, n_topics, s)
+    elif call.warm:
+        # entry by entry: each row of the codes is read in sequence (s is in cache)
+        for i in range(n_words):
+            for k in range(n_topics):
+                s[k * n_words + i] = store.dense[(start + i) * n_topics + k]
+    else:
+        value = common_start_value(loss, n_words, n_topics, &corpus.data[start], b, scratch,
+                                   linear, p)
+        for k in range(n_topics):
+            for i in range(n_words):
+                s[k * n_words + i] = value
+            theta_d[k] = value
+
+
+cdef void code_one_document(CompiledLoss loss, const CorpusView* corpus, CodeStore* store,
+                            const CallInputs* call, const CodingParams* p, Py_ssize_t d,
+                            double* theta_d, double* means, double* work,
+                            DocumentResult* out) noexcept nogil:
+    """Code document d from its start codes (`start_codes`) and store the result.
+
+    ``work`` holds at least (2 K + 1) n_words + K doubles: the word codes s
+    and the topic weights b of the document's words, both topic by topic,
+    scratch for one topic's word curvatures, and each topic's sum of word
+    codes; from the curvature scratch on, at least `STORE_SCRATCH` doubles.
+    ``means`` (the corpus's nnz entries) receives the exact means of the final
+    codes. A document that ``call.active`` leaves out is not swept: only its
+    means and objective are computed at its current codes.
+    """
+    cdef Py_ssize_t start = corpus.indptr[d], n_words = corpus.indptr[d + 1] - start
+    cdef Py_ssize_t n_topics = corpus.n_topics, i, k
     cdef double* s = work
     cdef double* b = work + n_topics * n_words
     cdef double* scratch = work + 2 * n_topics * n_words
-    cdef double* m = &means[start] if n_words > 0 else NULL
-    cdef const double* y = &data[start] if n_words > 0 else NULL
-    cdef double* theta_d = &theta[d, 0]
-    cdef double start_value = 0.0
+    cdef double* m = &means[start]
+    cdef const double* y = &corpus.data[start]
+    cdef const double* linear = (call.theta_linear + d * n_topics
+                                 if call.theta_linear != NULL else NULL)
+    cdef int max_iter = p.max_iter if call.active == NULL or call.active[d] else 0
     out.objective = 0.0
     out.loss_part = 0.0
     out.start_objective = 0.0
     out.start_loss = 0.0
     out.n_iter = 0
     out.passes = 0
+    out.out_of_memory = False
     out.failure.kind = FAILURE_NONE
     if n_words == 0:
         for k in range(n_topics):
             theta_d[k] = 0.0
         return
-    load_document(beta_t, &indices[start], n_words, n_topics, b)
-    if warm:
-        # entry by entry: each row of `codes` is read in sequence (the work buffer is in cache)
-        for i in range(n_words):
-            for k in range(n_topics):
-                s[k * n_words + i] = codes[start + i, k]
-    else:
-        start_value = common_start_value(loss, n_words, n_topics, y, b, m, linear, p)
-        for k in range(n_topics):
-            for i in range(n_words):
-                s[k * n_words + i] = start_value
-            theta_d[k] = start_value
+    load_document(corpus.beta_t, n_topics, &corpus.indices[start], n_words, b)
+    start_codes(loss, corpus, store, call, p, d, theta_d, s, b, m)
     exact_means(s, b, n_words, n_topics, m)
-    if start_means != NULL:
+    if call.start_means != NULL:
         for i in range(n_words):
-            start_means[start + i] = m[i]
+            call.start_means[start + i] = m[i]
     sweep_document(loss, n_words, n_topics, y, b, s, m, scratch,
                    work + (2 * n_topics + 1) * n_words, theta_d, linear, p, max_iter,
-                   with_start, out)
+                   call.with_start, out)
     if out.failure.kind != FAILURE_NONE:
         return  # the caller raises; the codes are left as they are
     refresh_means(loss, n_words, n_topics, y, b, s, m, scratch, theta_d, linear, p, out)
-    if has_codes:
+    if store.sparse != NULL:
+        # the curvature scratch and what follows it are free now
+        out.out_of_memory = store_rows(store.sparse, d, start, n_words, n_topics, s,
+                                       scratch) != 0
+    elif store.dense != NULL:
         for i in range(n_words):
             for k in range(n_topics):
-                codes[start + i, k] = s[k * n_words + i]
+                store.dense[(start + i) * n_topics + k] = s[k * n_words + i]
 
 
-cdef tuple code_corpus(CompiledLoss loss, CodingParams params, const int[::1] indptr,
-                       const int[::1] indices, const double[::1] data,
-                       const double[:, ::1] beta_t, codes, double[:, ::1] theta,
-                       double[::1] means, theta_linear, active, bint warm, bint with_start,
-                       start_means, n_jobs):
-    """Code every document in parallel; the shared body of the two entry points below.
+cdef CorpusView corpus_view(X, const double[:, ::1] beta_t) except *:
+    """The kernel's view of CSR ``X`` (int32 indices) and the transposed dictionary."""
+    cdef const int[::1] indptr = X.indptr
+    cdef const int[::1] indices = X.indices
+    cdef const double[::1] data = X.data
+    cdef CorpusView view
+    if beta_t.shape[0] < X.shape[1]:
+        raise ValueError(f"beta_t must have a row per term of X ({X.shape[1]}), "
+                         f"got {beta_t.shape[0]}")
+    view.indptr = &indptr[0]
+    view.indices = &indices[0] if indices.shape[0] > 0 else NULL
+    view.data = &data[0] if data.shape[0] > 0 else NULL
+    view.beta_t = &beta_t[0, 0] if beta_t.shape[0] > 0 else NULL
+    view.n_topics = beta_t.shape[1]
+    return view
+
+
+cdef CodeStore code_store(codes, X, Py_ssize_t n_topics) except *:
+    """The `CodeStore` of ``codes``: None, a dense (nnz, K) array or `SparseWordCodes`."""
+    cdef CodeStore store
+    cdef double[:, ::1] dense
+    store.dense = NULL
+    store.sparse = NULL
+    if isinstance(codes, SparseWordCodes):
+        if codes.shape != (X.nnz, n_topics) or not np.array_equal(codes.indptr, X.indptr):
+            raise ValueError(f"codes must hold the word codes of X's documents with "
+                             f"{n_topics} topics")
+        store.sparse = (<SparseWordCodes> codes).writable_rows()
+    elif codes is not None:
+        dense = codes
+        if dense.shape[0] != X.nnz or dense.shape[1] != n_topics:
+            raise ValueError(f"codes must have shape ({X.nnz}, {n_topics})")
+        store.dense = &dense[0, 0] if X.nnz > 0 else NULL
+    return store
+
+
+cdef tuple code_corpus(CompiledLoss loss, CodingParams params, X, const double[:, ::1] beta_t,
+                       CodeStore store, double[:, ::1] theta, double[::1] means,
+                       CallInputs call, n_jobs):
+    """Code every document in parallel; the shared body of the entry points below.
 
     Returns the per-document arrays and, last, None or a dict describing where
     the loss plugin failed (the document with the lowest index among those
     that failed; each failing document stops at once, the others are coded
     as usual, so the report does not depend on the thread count).
     """
-    cdef Py_ssize_t n_docs = indptr.shape[0] - 1, n_topics = beta_t.shape[1], d
+    cdef CorpusView corpus = corpus_view(X, beta_t)
+    cdef Py_ssize_t n_docs = X.shape[0], n_topics = corpus.n_topics, d, k
     cdef int n_threads = resolve_n_jobs(n_jobs)
+    if theta.shape[0] != n_docs or theta.shape[1] != n_topics:
+        raise ValueError(f"theta must have shape ({n_docs}, {n_topics})")
+    if means.shape[0] != X.nnz:
+        raise ValueError(f"means must have one entry per stored entry of X ({X.nnz})")
     objective = np.zeros(n_docs, dtype=np.float64)
     loss_part = np.zeros(n_docs, dtype=np.float64)
     start = np.zeros((n_docs, 2), dtype=np.float64)
@@ -602,28 +695,15 @@ cdef tuple code_corpus(CompiledLoss loss, CodingParams params, const int[::1] in
     cdef double[:, ::1] start_v = start
     cdef int[::1] n_iter_v = n_iter
     cdef long long[::1] passes_v = passes
-    cdef const double[:, ::1] linear_v
-    cdef double[:, ::1] codes_v
-    cdef bint has_linear = theta_linear is not None
-    cdef bint has_codes = codes is not None
-    cdef bint some_inactive = active is not None
-    cdef const unsigned char[::1] active_v
-    cdef double[::1] start_means_v
-    cdef bint has_start_means = start_means is not None
-    cdef DocumentResult* result
-    if some_inactive:
-        active_v = active
-        if active_v.shape[0] != n_docs:
-            raise ValueError(f"active must have one entry per document ({n_docs})")
-    linear_v = theta_linear if has_linear else np.zeros((1, n_topics), dtype=np.float64)
-    codes_v = codes if has_codes else np.zeros((1, n_topics), dtype=np.float64)
-    start_means_v = start_means if has_start_means else np.zeros(1, dtype=np.float64)
-    if has_start_means and start_means_v.shape[0] != means.shape[0]:
-        raise ValueError(f"start_means must have one entry per stored entry ({means.shape[0]})")
-    longest = int(np.max(np.diff(indptr))) if n_docs > 0 else 0
-    cdef size_t work_size = ((2 * n_topics + 1) * max(longest, 1) + n_topics) * sizeof(double)
+    cdef const int[::1] indptr = X.indptr
+    longest = int(np.max(np.diff(X.indptr))) if n_docs > 0 else 0
+    # the last 2 K n_words + K doubles also serve as `store_rows`' scratch
+    cdef size_t work_size = ((2 * n_topics * max(longest, 1)
+                              + max(STORE_SCRATCH(longest, n_topics), longest + n_topics))
+                             * sizeof(double))
     cdef double* work
-    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef DocumentResult* result
+    cdef int[::1] failed = np.zeros(2, dtype=np.intc)  # work space, sparse codes
     with nogil, parallel(num_threads=n_threads):
         # Per-thread buffers (assigned inside the parallel block: thread-private).
         work = <double*> malloc(work_size)
@@ -631,40 +711,40 @@ cdef tuple code_corpus(CompiledLoss loss, CodingParams params, const int[::1] in
         if work == NULL or result == NULL:
             failed[0] = 1
         for d in prange(n_docs, schedule="dynamic", chunksize=8):
-            if work != NULL and result != NULL:
-                # An inactive document is not swept (max_iter 0): only its means
-                # and objective are computed at its current codes.
-                code_one_document(loss, d, indptr, indices, data, beta_t, codes_v, has_codes,
-                                  warm, theta, means, work,
-                                  &linear_v[d, 0] if has_linear else NULL, &params,
-                                  params.max_iter if not some_inactive or active_v[d] else 0,
-                                  with_start, &start_means_v[0] if has_start_means else NULL,
-                                  result)
-                objective_v[d] = result[0].objective
-                loss_v[d] = result[0].loss_part
-                start_v[d, 0] = result[0].start_objective
-                start_v[d, 1] = result[0].start_loss
-                n_iter_v[d] = result[0].n_iter
-                passes_v[d] = result[0].passes
-                failure_kind_v[d] = result[0].failure.kind
-                if result[0].failure.kind != FAILURE_NONE:
-                    failure_word_v[d] = result[0].failure.word
-                    failure_values_v[d, 0] = result[0].failure.y
-                    failure_values_v[d, 1] = result[0].failure.mean
-                    failure_values_v[d, 2] = result[0].failure.b
-                    failure_values_v[d, 3] = result[0].failure.mean_rest
-                    failure_values_v[d, 4] = result[0].failure.lin
+            if work == NULL or result == NULL:
+                continue
+            code_one_document(loss, &corpus, &store, &call, &params, d, &theta[d, 0],
+                              &means[0] if indptr[n_docs] > 0 else NULL, work, result)
+            if result[0].out_of_memory:
+                failed[1] = 1
+            objective_v[d] = result[0].objective
+            loss_v[d] = result[0].loss_part
+            start_v[d, 0] = result[0].start_objective
+            start_v[d, 1] = result[0].start_loss
+            n_iter_v[d] = result[0].n_iter
+            passes_v[d] = result[0].passes
+            failure_kind_v[d] = result[0].failure.kind
+            if result[0].failure.kind != FAILURE_NONE:
+                failure_word_v[d] = result[0].failure.word
+                failure_values_v[d, 0] = result[0].failure.y
+                failure_values_v[d, 1] = result[0].failure.mean
+                failure_values_v[d, 2] = result[0].failure.b
+                failure_values_v[d, 3] = result[0].failure.mean_rest
+                failure_values_v[d, 4] = result[0].failure.lin
         free(work)
         free(result)
     if failed[0]:
         raise MemoryError(f"could not allocate {work_size} bytes of coding work space per thread")
+    if failed[1]:
+        raise MemoryError("could not store the sparse word codes (some documents keep their "
+                          "old codes)")
     failure = None
     broken = np.flatnonzero(failure_kind)
     if broken.size:
         d = int(broken[0])
         y_, mean_, b_, rest_, lin_ = (float(v) for v in failure_values[d])
         failure = dict(kind=int(failure_kind[d]), document=d,
-                       entry=int(indptr[d]) + int(failure_word[d]), y=y_, mean=mean_, b=b_,
+                       entry=int(X.indptr[d]) + int(failure_word[d]), y=y_, mean=mean_, b=b_,
                        mean_rest=rest_, lin=lin_,
                        quad=params.gamma + (params.rho if params.code_penalty == PENALTY_L2
                                             else 0.0),
@@ -672,49 +752,94 @@ cdef tuple code_corpus(CompiledLoss loss, CodingParams params, const int[::1] in
     return objective, loss_part, n_iter, passes, start, failure
 
 
-def code_documents(CompiledLoss loss, CodingParams params, const int[::1] indptr,
-                   const int[::1] indices, const double[::1] data, const double[:, ::1] beta_t,
-                   double[:, ::1] codes, double[:, ::1] theta, double[::1] means,
-                   theta_linear=None, active=None, n_jobs=None, bint with_start=True,
-                   start_means=None):
-    """Code every document of a CSR matrix in place, warm-started from ``codes`` and ``theta``.
+def code_documents(CompiledLoss loss, CodingParams params, X, const double[:, ::1] beta_t,
+                   codes, double[:, ::1] theta, double[::1] means, n_jobs=None,
+                   bint with_start=True):
+    """Code every document of CSR ``X`` in place, warm-started from ``codes`` and ``theta``.
 
-    ``beta_t`` is the dictionary transposed, (n_features, n_topics) and
-    C-contiguous (see `load_document`); the callers keep it while the topics
-    stay the same. ``codes`` is the (nnz, n_topics) array of word codes,
-    ``theta`` the (n_docs, n_topics) document codes; ``means`` (nnz) receives
-    the means s_j . beta[:, n_j]. ``theta_linear`` is None or a (n_docs, n_topics)
-    array b: each document's objective then has - b_d . theta_d added (how
-    MedSTC's shifted mean enters). ``active``, if given, is a uint8 array of
-    n_docs: a document with active[d] == 0 is not swept; its means,
-    objective and start values are those of its current codes.
-    Returns per-document arrays (objective, loss part, sweeps, passes over
-    the words, objective and loss part at the start codes as (n_docs, 2)) and
-    None, or a dict saying where the loss plugin returned NaN from finite
-    arguments (kind: a `_constants` FAILURE_* code, document, entry of X, y,
-    mean, and the coordinate problem b, mean_rest, quad, lin); a failing
-    document stops at once, with NaN objective. Without ``with_start``, a
-    call of one sweep (params.max_iter 1) does not evaluate the objective at
-    the start codes: the start values are NaN. ``start_means``, if given, a
-    float64 array like ``means``, receives the means of the start codes (with
-    the same topics), the other end of MedSTC's backtracking segments.
+    ``X`` has int32 indices; ``beta_t`` is the dictionary transposed,
+    (n_features, n_topics) and C-contiguous (see `load_document`); the
+    callers keep it while the topics stay the same. ``codes`` holds the word
+    codes, a dense (nnz, n_topics) array or `SparseWordCodes`; ``theta`` the
+    (n_docs, n_topics) document codes; ``means`` (nnz) receives the means
+    s_j . beta[:, n_j]. Returns per-document arrays (objective, loss part,
+    sweeps, passes over the words, objective and loss part at the start codes
+    as (n_docs, 2)) and None, or a dict saying where the loss plugin returned
+    NaN from finite arguments (kind: a `_constants` FAILURE_* code, document,
+    entry of X, y, mean, and the coordinate problem b, mean_rest, quad, lin);
+    a failing document stops at once, with NaN objective. Without
+    ``with_start``, a call of one sweep (params.max_iter 1) does not evaluate
+    the objective at the start codes: the start values are NaN.
     """
-    return code_corpus(loss, params, indptr, indices, data, beta_t, codes, theta, means,
-                       theta_linear, active, True, with_start, start_means, n_jobs)
+    cdef CallInputs call
+    call.theta_linear = NULL
+    call.active = NULL
+    call.start_means = NULL
+    call.warm = True
+    call.with_start = with_start
+    return code_corpus(loss, params, X, beta_t, code_store(codes, X, beta_t.shape[1]), theta,
+                       means, call, n_jobs)
 
 
-def code_new_documents(CompiledLoss loss, CodingParams params, const int[::1] indptr,
-                       const int[::1] indices, const double[::1] data,
+def code_shifted_documents(CompiledLoss loss, CodingParams params, X,
+                           const double[:, ::1] beta_t, codes, double[:, ::1] theta,
+                           double[::1] means, shift, n_jobs=None):
+    """`code_documents` with MedSTC's shifted mean: - b_d . theta_d added to each document.
+
+    ``shift`` is a `stc.coding.ShiftedMean` with
+    ``theta_linear``, None or (n_docs, K) b; ``active``, None or a uint8 array of
+    n_docs (a document with 0 is not swept: its means, objective and start
+    values are those of its current codes); ``start_means``, None or a
+    float64 array like ``means`` that receives the means of the start codes
+    (the other end of MedSTC's backtracking segments); ``with_start``.
+    """
+    cdef Py_ssize_t n_docs = X.shape[0]
+    cdef const double[:, ::1] linear
+    cdef const unsigned char[::1] active
+    cdef double[::1] start_means
+    cdef CallInputs call
+    call.theta_linear = NULL
+    if shift.theta_linear is not None:
+        linear = shift.theta_linear
+        if linear.shape[0] != n_docs or linear.shape[1] != beta_t.shape[1]:
+            raise ValueError(f"theta_linear must have shape ({n_docs}, {beta_t.shape[1]})")
+        call.theta_linear = &linear[0, 0] if n_docs > 0 else NULL
+    call.active = NULL
+    call.start_means = NULL
+    if shift.active is not None:
+        active = shift.active
+        if active.shape[0] != n_docs:
+            raise ValueError(f"active must have one entry per document ({n_docs})")
+        call.active = &active[0] if n_docs > 0 else NULL
+    if shift.start_means is not None:
+        start_means = shift.start_means
+        if start_means.shape[0] != means.shape[0]:
+            raise ValueError(f"start_means must have one entry per stored entry "
+                             f"({means.shape[0]})")
+        call.start_means = &start_means[0] if means.shape[0] > 0 else NULL
+    call.warm = True
+    call.with_start = shift.with_start
+    return code_corpus(loss, params, X, beta_t, code_store(codes, X, beta_t.shape[1]), theta,
+                       means, call, n_jobs)
+
+
+def code_new_documents(CompiledLoss loss, CodingParams params, X,
                        const double[:, ::1] beta_t, codes, double[:, ::1] theta,
                        double[::1] means, n_jobs=None):
     """Code every document from scratch: each starts with all codes at its common start value.
 
     ``codes`` is None (the word codes are not kept: coding new documents
-    needs only theta) or a (nnz, n_topics) array that receives them. Takes
-    and returns the same as `code_documents`.
+    needs only theta), or a dense (nnz, n_topics) array or `SparseWordCodes`
+    that receives them. Takes and returns the same as `code_documents`.
     """
-    return code_corpus(loss, params, indptr, indices, data, beta_t, codes, theta, means, None,
-                       None, False, True, None, n_jobs)
+    cdef CallInputs call
+    call.theta_linear = NULL
+    call.active = NULL
+    call.start_means = NULL
+    call.warm = False
+    call.with_start = True
+    return code_corpus(loss, params, X, beta_t, code_store(codes, X, beta_t.shape[1]), theta,
+                       means, call, n_jobs)
 
 
 def theta_from_codes(double mean_code, double linear, double n_words, double lam,
@@ -723,20 +848,26 @@ def theta_from_codes(double mean_code, double linear, double n_words, double lam
     return theta_update(mean_code, linear, n_words, lam, gamma, penalty)
 
 
-def segment_objectives(CompiledLoss loss, CodingParams params, const int[::1] indptr,
-                       const int[::1] indices, const double[::1] data,
-                       const double[:, ::1] beta_t, const double[:, ::1] old_codes,
-                       const double[:, ::1] new_codes, const double[:, ::1] old_theta,
-                       const double[:, ::1] new_theta, const Py_ssize_t[::1] rows,
-                       const double[::1] steps, n_jobs=None):
-    """Objective (2) of documents ``rows`` at the codes old + step * (new - old).
+def segment_objectives(CompiledLoss loss, CodingParams params, X, const double[:, ::1] beta_t,
+                       old, new, const Py_ssize_t[::1] rows, const double[::1] steps,
+                       n_jobs=None):
+    """Objective (2) of documents ``rows`` of CSR ``X`` at the codes old + step * (new - old).
 
+    ``old`` and ``new`` are (dense word codes (nnz, K), theta (n_docs, K)).
     Document rows[i] is evaluated at step steps[i] along the segment from its
     old codes (word and document) to its new ones, by the kernel's own
     `document_objective`, with ``beta_t`` the dictionary transposed. Returns
-    (objective, loss part), one value per listed document. Used by MedSTC's safeguard to backtrack the supervised
-    coding step; documents are evaluated in parallel.
+    (objective, loss part), one value per listed document. Used by MedSTC's
+    safeguard to backtrack the supervised coding step; documents are
+    evaluated in parallel.
     """
+    cdef const int[::1] indptr = X.indptr
+    cdef const int[::1] indices = X.indices
+    cdef const double[::1] data = X.data
+    cdef const double[:, ::1] old_codes = old[0]
+    cdef const double[:, ::1] old_theta = old[1]
+    cdef const double[:, ::1] new_codes = new[0]
+    cdef const double[:, ::1] new_theta = new[1]
     cdef Py_ssize_t n_rows = rows.shape[0], n_topics = beta_t.shape[1], r, d, i, k, start
     cdef Py_ssize_t n_words
     cdef int n_threads = resolve_n_jobs(n_jobs)
@@ -776,7 +907,7 @@ def segment_objectives(CompiledLoss loss, CodingParams params, const int[::1] in
                 objective_v[r] = 0.0
                 loss_v[r] = 0.0
                 continue
-            load_document(beta_t, &indices[start], n_words, n_topics, b)
+            load_document(&beta_t[0, 0], n_topics, &indices[start], n_words, b)
             exact_means(s, b, n_words, n_topics, m)
             objective_v[r] = document_objective(loss, n_words, &data[start], m, s, trial_theta,
                                                 NULL, n_topics, &params, &loss_v[r])
@@ -786,11 +917,12 @@ def segment_objectives(CompiledLoss loss, CodingParams params, const int[::1] in
     return objective, loss_part
 
 
-def segment_curvatures(CodingParams params, const int[::1] indptr,
-                       const double[:, ::1] old_codes, const double[:, ::1] new_codes,
-                       const double[:, ::1] old_theta, const double[:, ::1] new_theta,
-                       const Py_ssize_t[::1] rows, n_jobs=None):
+def segment_curvatures(CodingParams params, X, old, new, const Py_ssize_t[::1] rows,
+                       n_jobs=None):
     """Second-order coefficient of objective (2)'s penalty part along each row's segment.
+
+    ``old`` and ``new``: (dense word codes, theta) at the segments' ends, as
+    `segment_objectives` takes them.
 
     Along the codes old + t (new - old) the penalties of (2) are a quadratic
     in t (the l1 terms of non-negative codes are linear in t), so with P0 and
@@ -799,6 +931,11 @@ def segment_curvatures(CodingParams params, const int[::1] indptr,
     penalty, + lam ||dtheta||^2 for the l2 theta penalty), d the differences
     new - old. One value per listed document.
     """
+    cdef const int[::1] indptr = X.indptr
+    cdef const double[:, ::1] old_codes = old[0]
+    cdef const double[:, ::1] old_theta = old[1]
+    cdef const double[:, ::1] new_codes = new[0]
+    cdef const double[:, ::1] new_theta = new[1]
     cdef Py_ssize_t n_rows = rows.shape[0], n_topics = old_theta.shape[1], r, d, j, k
     cdef int n_threads = resolve_n_jobs(n_jobs)
     cdef double coupling, code_sq, theta_sq, ds, dt
@@ -827,10 +964,11 @@ def segment_curvatures(CodingParams params, const int[::1] indptr,
     return curvature
 
 
-def segment_losses(CompiledLoss loss, const int[::1] indptr, const double[::1] data,
-                   const double[::1] old_means, const double[::1] new_means,
-                   const Py_ssize_t[::1] rows, const double[::1] steps, n_jobs=None):
-    """Loss part of objective (2) along segments, from the means at their ends.
+def segment_losses(CompiledLoss loss, X, const double[::1] old_means,
+                   const double[::1] new_means, const Py_ssize_t[::1] rows,
+                   const double[::1] steps, n_jobs=None):
+    """Loss part of objective (2) along segments of CSR ``X``'s documents, from the means at
+    their ends.
 
     A mean is linear in the codes, so at old + t (new - old) entry n's mean is
     old_n + t (new_n - old_n): the loss there costs one pass over the
@@ -839,6 +977,8 @@ def segment_losses(CompiledLoss loss, const int[::1] indptr, const double[::1] d
     size of the rounding by which this loss can differ from one computed from
     the codes (`segment_objectives`), for callers that compare the two.
     """
+    cdef const int[::1] indptr = X.indptr
+    cdef const double[::1] data = X.data
     cdef Py_ssize_t n_rows = rows.shape[0], r, d, j
     cdef int n_threads = resolve_n_jobs(n_jobs)
     cdef double t, mean, total, size, value
@@ -861,17 +1001,21 @@ def segment_losses(CompiledLoss loss, const int[::1] indptr, const double[::1] d
     return losses, scales
 
 
-def move_along_segments(const int[::1] indptr, const int[::1] indices,
-                        const double[:, ::1] beta_t, const double[:, ::1] old_codes,
-                        double[:, ::1] codes, const double[:, ::1] old_theta,
-                        double[:, ::1] theta, double[::1] means, const Py_ssize_t[::1] rows,
-                        const double[::1] steps, n_jobs=None):
-    """Set the codes of documents ``rows`` to old + step * (current - old), in place.
+def move_along_segments(X, const double[:, ::1] beta_t, old, current, double[::1] means,
+                        const Py_ssize_t[::1] rows, const double[::1] steps, n_jobs=None):
+    """Set the codes of CSR ``X``'s documents ``rows`` to old + step * (current - old), in place.
 
-    The means of their entries are recomputed from the new codes (summed in
-    the order `word_means` uses, with ``beta_t`` the dictionary transposed);
-    other documents are left alone.
+    ``old`` and ``current`` are (dense word codes, theta); ``current``'s are
+    overwritten. The means of the moved entries are recomputed from the new
+    codes (summed in the order `word_means` uses, with ``beta_t`` the
+    dictionary transposed); other documents are left alone.
     """
+    cdef const int[::1] indptr = X.indptr
+    cdef const int[::1] indices = X.indices
+    cdef const double[:, ::1] old_codes = old[0]
+    cdef const double[:, ::1] old_theta = old[1]
+    cdef double[:, ::1] codes = current[0]
+    cdef double[:, ::1] theta = current[1]
     cdef Py_ssize_t n_rows = rows.shape[0], n_topics = theta.shape[1], r, d, j, k
     cdef int n_threads = resolve_n_jobs(n_jobs)
     cdef double t, acc

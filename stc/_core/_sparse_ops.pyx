@@ -1,11 +1,16 @@
 """Products between word codes (aligned with X's non-zeros) and the dictionary.
 
-Every function is deterministic whatever the thread count: every output
-entry is summed by one thread in a fixed order.
+The word codes are `SparseWordCodes`: each entry's non-zero codes with their
+topics, so every pass costs the non-zero codes, not nnz x K. A sum over a
+row's codes skips only terms that are +0 in the dense sum: the same bits as
+summing the dense (nnz, K) row in topic order. Every function is
+deterministic whatever the thread count: every output entry is summed by one
+thread in a fixed order.
 """
 from cython.parallel cimport parallel, prange
 from libc.stdlib cimport free, malloc
 
+from stc._core._word_codes cimport CodeRows, EntryRow, SparseWordCodes, row_topics
 from stc.losses._base cimport CompiledLoss
 
 import numpy as np
@@ -27,52 +32,71 @@ cdef enum:
     TERM_CHUNK = 64
     TERM_BLOCK = 64
 
-# Rows of the codes are visited in a data-dependent order (term by term):
-# prefetch the row this many entries ahead, all of its cache lines.
-cdef Py_ssize_t PREFETCH_DISTANCE = 4
+# Rows of the codes are visited in a data-dependent order (term by term): prefetch the
+# row index this many entries ahead, and the row it points to half as many.
+cdef Py_ssize_t PREFETCH_DISTANCE = 8
 
 cdef inline void prefetch_row(const double* row, Py_ssize_t length) noexcept nogil:
     cdef Py_ssize_t q
     for q in range(0, length, 8):  # 8 doubles per 64-byte cache line
         STC_PREFETCH(row + q)
 
+
+cdef inline void prefetch_entry(const EntryRow* rows, const int* entries, Py_ssize_t p,
+                                Py_ssize_t n_left) noexcept nogil:
+    """Ask early for the row of the entry PREFETCH_DISTANCE / 2 ahead and the index further on."""
+    cdef const EntryRow* ahead
+    if p + PREFETCH_DISTANCE < n_left:
+        STC_PREFETCH(&rows[entries[p + PREFETCH_DISTANCE]])
+    if p + PREFETCH_DISTANCE // 2 < n_left:
+        ahead = &rows[entries[p + PREFETCH_DISTANCE // 2]]
+        if ahead.count > 0:
+            prefetch_row(ahead.values, ahead.count + (ahead.count + 1) // 2)
+
+
+cdef inline double row_dot(const EntryRow* row, const double* weights) noexcept nogil:
+    """sum_k codes[k] weights[k] over the row's non-zero codes, in topic order."""
+    cdef const int* topics = row_topics(row)
+    cdef double acc = 0.0
+    cdef Py_ssize_t q
+    for q in range(row.count):
+        acc = acc + row.values[q] * weights[topics[q]]
+    return acc
+
+
+cdef inline void add_scaled_codes(double* out, const EntryRow* row, double scale) noexcept nogil:
+    """out[k] += scale * codes[k] for the row's non-zero codes."""
+    cdef const int* topics = row_topics(row)
+    cdef Py_ssize_t q
+    for q in range(row.count):
+        out[topics[q]] += scale * row.values[q]
+
 from stc._core._openmp import resolve_n_jobs
 
 
-def word_means(const int[::1] indices, const double[:, ::1] codes,
-               const double[:, ::1] beta_t, n_jobs=None):
+def word_means(const int[::1] indices, SparseWordCodes codes not None, const double[:, ::1] beta_t,
+               n_jobs=None):
     """mean_j = codes[j] . beta[:, indices[j]] for every stored entry j.
 
     ``beta_t`` is the dictionary transposed, (n_features, n_topics).
     """
-    cdef Py_ssize_t nnz = codes.shape[0], n_topics = codes.shape[1], j, k
+    cdef const EntryRow* rows = codes.stored_rows().rows
+    cdef Py_ssize_t nnz = codes.n_entries, n_topics = codes.n_topics, j
     cdef int n_threads = resolve_n_jobs(n_jobs)
+    if indices.shape[0] != nnz or beta_t.shape[1] != n_topics:
+        raise ValueError("indices and beta_t must match the codes' entries and topics")
     out = np.empty(nnz, dtype=np.float64)
     cdef double[::1] out_v = out
-    cdef double acc
-    cdef const double* row
     with nogil:
         for j in prange(nnz, schedule="static", num_threads=n_threads):
             if j + PREFETCH_DISTANCE < nnz:
                 prefetch_row(&beta_t[indices[j + PREFETCH_DISTANCE], 0], n_topics)
-            acc = 0.0
-            row = &beta_t[indices[j], 0]
-            for k in range(n_topics):
-                acc = acc + codes[j, k] * row[k]
-            out_v[j] = acc
+            out_v[j] = row_dot(&rows[j], &beta_t[indices[j], 0])
     return out
 
 
-cdef inline void add_scaled_row(double* out, const double* row, double scale,
-                                Py_ssize_t length) noexcept nogil:
-    cdef Py_ssize_t k
-    for k in range(length):
-        out[k] += scale * row[k]
-
-
-def word_code_sums(const int[::1] col_ptr, const int[::1] col_entries,
-                   const double[:, ::1] codes, const double[::1] weights, n_jobs=None,
-                   bint with_plain=False):
+def word_code_sums(const int[::1] col_ptr, const int[::1] col_entries, SparseWordCodes codes not None,
+                   const double[::1] weights, n_jobs=None, bint with_plain=False):
     """out[n, k] = sum over entries j of term n of weights[j] * codes[j, k].
 
     ``col_ptr``/``col_entries`` list, term by term, the positions j of the
@@ -80,10 +104,13 @@ def word_code_sums(const int[::1] col_ptr, const int[::1] col_entries,
     may be empty, meaning all ones. With ``with_plain`` the unweighted sums
     come from the same pass over the codes: returns (plain, weighted).
     """
-    cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.shape[1], n, p, j, k
+    cdef const EntryRow* rows = codes.stored_rows().rows
+    cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.n_topics, n, p, j
     cdef int n_threads = resolve_n_jobs(n_jobs)
     cdef bint weighted = weights.shape[0] > 0
     cdef Py_ssize_t n_entries = col_entries.shape[0]
+    if n_entries != codes.n_entries:
+        raise ValueError("col_entries must list every entry of the codes")
     out = np.zeros((n_features, n_topics), dtype=np.float64)
     plain = np.zeros((n_features if with_plain else 1, n_topics if with_plain else 1),
                      dtype=np.float64)
@@ -94,73 +121,46 @@ def word_code_sums(const int[::1] col_ptr, const int[::1] col_entries,
         for n in prange(n_features, schedule="dynamic", chunksize=TERM_CHUNK,
                         num_threads=n_threads):
             for p in range(col_ptr[n], col_ptr[n + 1]):
-                if p + PREFETCH_DISTANCE < n_entries:
-                    prefetch_row(&codes[col_entries[p + PREFETCH_DISTANCE], 0], n_topics)
+                prefetch_entry(rows, &col_entries[0], p, n_entries)
                 j = col_entries[p]
-                add_scaled_row(&out_v[n, 0], &codes[j, 0], weights[j] if weighted else 1.0,
-                               n_topics)
+                add_scaled_codes(&out_v[n, 0], &rows[j], weights[j] if weighted else 1.0)
                 if with_plain:  # the row is in cache now
-                    add_scaled_row(&plain_v[n, 0], &codes[j, 0], 1.0, n_topics)
+                    add_scaled_codes(&plain_v[n, 0], &rows[j], 1.0)
     return (plain, out) if with_plain else out
 
 
 cdef double term_mm_pass(CompiledLoss loss, const int* entries, Py_ssize_t count,
-                        const double* data, bint by_entry, const double* codes,
-                        Py_ssize_t n_topics, const double* topic_weights, double* sums,
-                        Py_ssize_t n_entries_left, bint with_loss) noexcept nogil:
+                        const double* data, bint by_entry, const EntryRow* rows,
+                        const double* topic_weights, double* sums, Py_ssize_t n_entries_left,
+                        bint with_loss) noexcept nogil:
     """One term of `mm_statistics`: returns sum_j loss(y_j, mean_j) over its entries.
 
     With ``sums`` (K doubles, accumulated into) adds (y_j / mean_j) codes[j]
-    where mean_j > 0. Each mean is summed over k in order, a serial chain of
-    additions; four entries are processed together so that their chains
-    overlap (same operations in the same order per entry: same bits).
-    ``codes`` is the C-contiguous (nnz, K) array; ``n_entries_left`` bounds
-    the prefetch (entries of X from this term on). y_j is data[j] when
+    where mean_j > 0. ``rows`` are the sparse codes' rows; ``n_entries_left``
+    bounds the prefetch (entries of X from this term on). y_j is data[j] when
     ``by_entry``, else data[p] for the term's p-th entry: values stored term
     by term are read in sequence, where data[j] is a cache miss per entry.
     Without ``with_loss`` the loss is not evaluated (0 is returned).
     """
-    cdef Py_ssize_t p = 0, q, k
-    cdef double acc = 0.0, m0, m1, m2, m3, y
-    cdef double means[4]
-    cdef const double* rows[4]
-    while p + 4 <= count:
-        for q in range(4):
-            if p + q + 4 < n_entries_left:
-                prefetch_row(codes + entries[p + q + 4] * n_topics, n_topics)
-                if by_entry:
-                    STC_PREFETCH(&data[entries[p + q + 4]])
-            rows[q] = codes + entries[p + q] * n_topics
-        m0 = m1 = m2 = m3 = 0.0
-        for k in range(n_topics):
-            m0 = m0 + rows[0][k] * topic_weights[k]
-            m1 = m1 + rows[1][k] * topic_weights[k]
-            m2 = m2 + rows[2][k] * topic_weights[k]
-            m3 = m3 + rows[3][k] * topic_weights[k]
-        means[0], means[1], means[2], means[3] = m0, m1, m2, m3
-        for q in range(4):
-            y = data[entries[p + q]] if by_entry else data[p + q]
-            if with_loss:
-                acc = acc + loss._loss(y, means[q])
-            if sums != NULL and means[q] > 0.0:
-                add_scaled_row(sums, rows[q], y / means[q], n_topics)
-        p += 4
-    while p < count:
-        rows[0] = codes + entries[p] * n_topics
-        m0 = 0.0
-        for k in range(n_topics):
-            m0 = m0 + rows[0][k] * topic_weights[k]
+    cdef Py_ssize_t p
+    cdef double acc = 0.0, mean, y
+    cdef const EntryRow* row
+    for p in range(count):
+        prefetch_entry(rows, entries, p, n_entries_left)
+        if by_entry and p + PREFETCH_DISTANCE < n_entries_left:
+            STC_PREFETCH(&data[entries[p + PREFETCH_DISTANCE]])
+        row = &rows[entries[p]]
+        mean = row_dot(row, topic_weights)
         y = data[entries[p]] if by_entry else data[p]
         if with_loss:
-            acc = acc + loss._loss(y, m0)
-        if sums != NULL and m0 > 0.0:
-            add_scaled_row(sums, rows[0], y / m0, n_topics)
-        p += 1
+            acc = acc + loss._loss(y, mean)
+        if sums != NULL and mean > 0.0:
+            add_scaled_codes(sums, row, y / mean)
     return acc
 
 
 def mm_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1] col_entries,
-                  const double[::1] data, const double[:, ::1] codes,
+                  const double[::1] data, SparseWordCodes codes not None,
                   const double[:, ::1] beta_t, n_jobs=None, bint with_ratio_sums=True):
     """F(beta) and the MM step's weighted sums, in one pass over the codes.
 
@@ -173,9 +173,12 @@ def mm_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1] col_
     thread count. ``beta_t`` is the dictionary transposed, (n_features, K).
     `mm_step_statistics` is the same pass in the (K, N) layout of beta.
     """
-    cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.shape[1], n
+    cdef const EntryRow* rows = codes.stored_rows().rows
+    cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.n_topics, n
     cdef int n_threads = resolve_n_jobs(n_jobs)
     cdef Py_ssize_t n_entries = col_entries.shape[0]
+    if n_entries != codes.n_entries or data.shape[0] != n_entries:
+        raise ValueError("col_entries and data must hold one value per entry of the codes")
     sums = np.zeros((n_features if with_ratio_sums else 1, n_topics), dtype=np.float64)
     term_losses = np.zeros(n_features, dtype=np.float64)
     cdef double[:, ::1] sums_v = sums
@@ -184,7 +187,7 @@ def mm_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1] col_
         for n in prange(n_features, schedule="dynamic", chunksize=TERM_CHUNK,
                         num_threads=n_threads):
             term_v[n] = term_mm_pass(loss, &col_entries[col_ptr[n]], col_ptr[n + 1] - col_ptr[n],
-                                     &data[0], True, &codes[0, 0], n_topics, &beta_t[n, 0],
+                                     &data[0], True, rows, &beta_t[n, 0],
                                      &sums_v[n, 0] if with_ratio_sums else NULL,
                                      n_entries - col_ptr[n], True)
     return float(np.sum(term_losses)), (sums if with_ratio_sums else None)
@@ -220,7 +223,7 @@ def _beta_columns(beta, columns, n_topics, n_features):
 
 
 def mm_step_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1] col_entries,
-                       const double[::1] col_data, const double[:, ::1] codes,
+                       const double[::1] col_data, SparseWordCodes codes not None,
                        const double[:, ::1] beta, responsibilities=None, n_jobs=None,
                        columns=None, bint with_loss=True):
     """`mm_statistics` with beta (K, N) as it is, and a = beta * sums written (K, N).
@@ -237,8 +240,9 @@ def mm_step_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1]
     Without ``with_loss`` F is not evaluated (NaN is returned): online
     learning's step needs a only, and the loss costs a logarithm per entry.
     """
-    cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.shape[1], n, k
-    if col_data.shape[0] != codes.shape[0] or col_entries.shape[0] != codes.shape[0]:
+    cdef const EntryRow* rows = codes.stored_rows().rows
+    cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.n_topics, n, k
+    if col_data.shape[0] != codes.n_entries or col_entries.shape[0] != codes.n_entries:
         raise ValueError("col_data and col_entries must hold one value per code row")
     cdef const Py_ssize_t[::1] column = _beta_columns(beta, columns, n_topics, n_features)
     cdef bint with_sums = responsibilities is not None
@@ -273,7 +277,7 @@ def mm_step_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1]
                 n = first + t
                 term_v[n] = term_mm_pass(
                     loss, &col_entries[col_ptr[n]], col_ptr[n + 1] - col_ptr[n],
-                    &col_data[col_ptr[n]], False, &codes[0, 0], n_topics, weights + t * n_topics,
+                    &col_data[col_ptr[n]], False, rows, weights + t * n_topics,
                     sums + t * n_topics if with_sums else NULL, n_entries - col_ptr[n],
                     with_loss)
             if with_sums:
@@ -287,7 +291,7 @@ def mm_step_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1]
 
 
 def mm_first_statistics(const int[::1] col_ptr, const int[::1] col_entries,
-                        const double[:, ::1] codes, const double[::1] ratios,
+                        SparseWordCodes codes not None, const double[::1] ratios,
                         const double[:, ::1] beta, responsibilities, code_sums, n_jobs=None,
                         columns=None):
     """The first MM step's statistics in beta's (K, N) layout, in one pass over the codes.
@@ -299,9 +303,10 @@ def mm_first_statistics(const int[::1] col_ptr, const int[::1] col_entries,
     ``columns`` as `mm_step_statistics`' (the outputs are then (K, terms of
     the layout)).
     """
-    cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.shape[1], n, p, j, k
-    if ratios.shape[0] != codes.shape[0]:
-        raise ValueError("ratios must hold one value per code row")
+    cdef const EntryRow* rows = codes.stored_rows().rows
+    cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.n_topics, n, p, j, k
+    if ratios.shape[0] != codes.n_entries or col_entries.shape[0] != codes.n_entries:
+        raise ValueError("ratios and col_entries must hold one value per code row")
     cdef const Py_ssize_t[::1] column = _beta_columns(beta, columns, n_topics, n_features)
     _check_topic_major("responsibilities", responsibilities, n_topics, n_features)
     _check_topic_major("code_sums", code_sums, n_topics, n_features)
@@ -328,12 +333,12 @@ def mm_first_statistics(const int[::1] col_ptr, const int[::1] col_entries,
             for t in range(count):
                 n = first + t
                 for p in range(col_ptr[n], col_ptr[n + 1]):
+                    prefetch_entry(rows, &col_entries[0], p, n_entries)
                     if p + PREFETCH_DISTANCE < n_entries:
-                        prefetch_row(&codes[col_entries[p + PREFETCH_DISTANCE], 0], n_topics)
                         STC_PREFETCH(&ratios[col_entries[p + PREFETCH_DISTANCE]])  # a miss too
                     j = col_entries[p]
-                    add_scaled_row(weighted + t * n_topics, &codes[j, 0], ratios[j], n_topics)
-                    add_scaled_row(plain + t * n_topics, &codes[j, 0], 1.0, n_topics)
+                    add_scaled_codes(weighted + t * n_topics, &rows[j], ratios[j])
+                    add_scaled_codes(plain + t * n_topics, &rows[j], 1.0)
             for k in range(n_topics):
                 for t in range(count):
                     a_v[k, first + t] = beta[k, column[first + t]] * weighted[t * n_topics + k]

@@ -8,7 +8,7 @@ SVM step (``coding_step``, ``extra_step``).
 """
 import numpy as np
 
-from stc.coding import initial_codes, start_value_in_domain
+from stc.coding import entry_codes, initial_codes, start_value_in_domain
 from stc.dictionary import (CorpusLayout, NonFiniteLossError, initial_dictionary,
                             nndsvd_dictionary, resolved_init)
 from stc.learners import LearnedTopics
@@ -17,7 +17,7 @@ from stc.training import (CodingStep, DictionaryStep, ProgressPrinter, TrainingS
 
 
 def initial_state(X, loss, n_topics, random_state, init="random"):
-    """The starting topics and codes of validated CSR ``X``.
+    """The starting topics and codes of validated CSR ``X`` (the word codes stored sparse).
 
     ``init="random"``: `stc.dictionary.initial_dictionary` (a few drawn
     documents per topic); ``"nndsvd"``: `stc.dictionary.nndsvd_dictionary`;
@@ -26,7 +26,7 @@ def initial_state(X, loss, n_topics, random_state, init="random"):
     init = resolved_init(init, n_topics)
     start = nndsvd_dictionary if init == "nndsvd" else initial_dictionary
     beta = start(X, n_topics, random_state)
-    codes, theta = initial_codes(X, n_topics, start_value_in_domain(loss, X, beta))
+    codes, theta = initial_codes(X, n_topics, start_value_in_domain(loss, X, beta), sparse=True)
     return TrainingState(X, CorpusLayout(X), beta, codes, theta)
 
 
@@ -77,7 +77,7 @@ def explain_non_finite_loss(exc, state, problem, rho_units="absolute", rho=None)
     where = (f"document {document}, term {int(X.indices[exc.entry])} (value {exc.y:g}, "
              f"mean {exc.mean:g})")
     name = exc.loss_name
-    if np.isnan(exc.mean) or not np.all(np.isfinite(state.codes[exc.entry])):
+    if np.isnan(exc.mean) or not np.all(np.isfinite(entry_codes(state.codes, exc.entry))):
         return (f"the {name} loss's coordinate solver returned a code that is not a number at "
                 f"{where}: the loss's gradient or curvature is not a number at some mean inside "
                 "its mean domain, or its derivatives are inconsistent; check it with "

@@ -106,6 +106,7 @@ def _supervised_code(partition, beta, coef, iteration):
     labels.hinge.coef = coef
     state = TrainingState(partition.X, None, beta, partition.codes, partition.theta)
     others, partition.means = labels.coding(state, iteration)
+    partition.codes = state.codes  # the coding step may have stored them densely
     coding = labels.coding
     counts = (None if coef is None else
               (coding.reverted[-1], coding.shortened[-1], coding.skipped[-1]))

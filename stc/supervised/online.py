@@ -213,8 +213,8 @@ def supervised_codes(problem, X, y_index, beta_t, supervision, n_jobs=None,
                                                pending, hinge_share, n_jobs, beta_t)
     means = swept.means
     moved = np.flatnonzero(steps < 1.0)
-    move_along_segments(X.indptr, X.indices, beta_t, old_codes, codes, free_theta, theta,
-                        means, moved, steps[moved], n_jobs)
+    move_along_segments(X, beta_t, (old_codes, free_theta), (codes, theta), means, moved,
+                        steps[moved], n_jobs)
     return free_theta, codes, theta, means, objective, capped, int(np.count_nonzero(pending))
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from stc._core._coding import move_along_segments, segment_curvatures, segment_losses
 from stc._core._dense import row_products
+from stc._core._word_codes import SparseWordCodes
 from stc.coding import code_documents, segment_objectives, stc_objective, transposed
 from stc.supervised.svm import (CuttingPlaneSVM, loss_augmented_predict, multiclass_hinge,
                                 primal_objective, sample_hinges)
@@ -90,14 +91,12 @@ class SegmentScreen:
         with np.errstate(invalid="ignore", over="ignore"):  # codes that ran off: NaN
             self.start_penalty = old_end.objective - old_end.loss
             self.end_penalty = new_end.objective - new_end.loss
-            self.curvature[rows] = segment_curvatures(problem.params, X.indptr, old[0], new[0],
-                                                      old[1], new[1], rows, n_jobs)
+            self.curvature[rows] = segment_curvatures(problem.params, X, old, new, rows, n_jobs)
 
     def estimate(self, rows, step):
         """(objective (2), its loss part, the size of their rounding) of ``rows`` at ``step``."""
-        loss, scale = segment_losses(self.loss, self.X.indptr, self.X.data, self.old_means,
-                                     self.new_means, rows, np.full(rows.size, step),
-                                     self.n_jobs)
+        loss, scale = segment_losses(self.loss, self.X, self.old_means, self.new_means, rows,
+                                     np.full(rows.size, step), self.n_jobs)
         p0, p1, q = self.start_penalty[rows], self.end_penalty[rows], self.curvature[rows]
         with np.errstate(invalid="ignore", over="ignore"):
             objective = loss + (p0 + step * (p1 - p0 - q) + step * step * q)
@@ -245,6 +244,9 @@ class ShiftedMeanCodingStep:
         self.active, self.iteration = None, 0
 
     def __call__(self, state, iteration):
+        if isinstance(state.codes, SparseWordCodes):
+            # the safeguard's segment kernels read and write dense (nnz, K) codes
+            state.codes = state.codes.toarray()
         theta_linear = self.svm_step.shifted_mean_term(state.theta)
         beta_t = transposed(state.beta)  # read by every call below, the topics fixed
         if theta_linear is None:  # first iteration: no classifier yet, plain STC coding
@@ -324,8 +326,8 @@ class ShiftedMeanCodingStep:
             old_total, pending, self.svm_step.hinge_shares, self.n_jobs, beta_t)
         self._record_outcome(pending)
         moved = np.flatnonzero(steps < 1.0)
-        move_along_segments(X.indptr, X.indices, beta_t, old_codes, codes, old_theta, theta,
-                            means, moved, steps[moved], self.n_jobs)
+        move_along_segments(X, beta_t, (old_codes, old_theta), (codes, theta), means, moved,
+                            steps[moved], self.n_jobs)
         self.reverted.append(int(np.sum(pending)))
         self.shortened.append(n_worse - self.reverted[-1])
         return doc_obj, doc_loss

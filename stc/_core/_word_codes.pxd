@@ -1,0 +1,53 @@
+# Word codes stored sparse: for each stored entry j of X, its non-zero codes only.
+#
+# A row (one entry's codes) is `count` doubles of values followed by `count` int topics
+# (increasing), padded to a whole number of doubles; a document's rows sit one after
+# the other in the document's own block (after a first double: the block's capacity),
+# so coding a document rewrites one block and never moves another document's codes. A row with count CONSTANT_ROW has no storage:
+# all its K codes are `SparseWordCodes.value` (the start of a fit).
+
+cdef enum:
+    CONSTANT_ROW = -1
+
+cdef struct EntryRow:
+    double* values       # the row's non-zero values; its topics follow them (row_topics)
+    int count            # how many, or CONSTANT_ROW
+
+
+cdef inline const int* row_topics(const EntryRow* row) noexcept nogil:
+    return <const int*> (row.values + row.count)
+
+
+cdef inline Py_ssize_t row_doubles(Py_ssize_t count) noexcept nogil:
+    """Doubles one row of ``count`` codes takes: values, then topics padded to a double."""
+    return count + (count + 1) // 2
+
+
+cdef struct CodeRows:
+    # What the kernels read and write, taken from a SparseWordCodes while they run.
+    EntryRow* rows       # one per stored entry of X
+    double** blocks      # one per document: [capacity, its rows...] (NULL if none)
+    double value         # the codes of CONSTANT_ROW rows
+
+
+cdef void load_rows(const CodeRows* codes, Py_ssize_t start, Py_ssize_t n_words,
+                    Py_ssize_t n_topics, double* s) noexcept nogil
+cdef enum:
+    STORE_GROUP = 4      # words `store_rows` compacts together
+
+
+cdef inline Py_ssize_t STORE_SCRATCH(Py_ssize_t n_words, Py_ssize_t n_topics) noexcept nogil:
+    """Doubles of scratch `store_rows` needs: a counter per word, rows of values and topics."""
+    return n_words + 2 * STORE_GROUP * n_topics
+
+
+cdef int store_rows(CodeRows* codes, Py_ssize_t d, Py_ssize_t start, Py_ssize_t n_words,
+                    Py_ssize_t n_topics, const double* s, double* scratch) noexcept nogil
+
+
+cdef class SparseWordCodes:
+    cdef CodeRows codes
+    cdef readonly Py_ssize_t n_entries, n_topics, n_documents
+    cdef readonly object indptr          # int64 (n_documents + 1): the documents' entries
+    cdef CodeRows* writable_rows(self) except NULL
+    cdef const CodeRows* stored_rows(self) except NULL

@@ -1,0 +1,470 @@
+"""Word codes kept sparse between coding sweeps: each entry of X stores its non-zero codes.
+
+Most word codes are exactly zero (Proposition 1 clamps them there), and more of them
+the more topics there are. Stored densely, a fit's (nnz, K) codes dominate its memory
+and every pass over them reads and writes the zeros too. `SparseWordCodes` keeps, per
+stored entry of X, only the non-zero codes and their topics, in one block per document
+(see `_word_codes.pxd` for the layout): the coding kernel loads a document's block into
+its dense per-document buffer, codes it, and replaces the block; the dictionary
+statistics read the rows directly.
+
+A zero code is simply absent, so every sum over a row's codes skips terms that are
+exactly +0 in the dense sums: the same bits as summing the dense row in topic order.
+"""
+from cython.parallel cimport parallel, prange
+from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memcpy, memset
+
+cdef extern from *:
+    void __builtin_prefetch(const void* address) noexcept nogil
+
+import numpy as np
+
+from stc._core._openmp import resolve_n_jobs
+
+
+cdef void load_rows(const CodeRows* codes, Py_ssize_t start, Py_ssize_t n_words,
+                    Py_ssize_t n_topics, double* s) noexcept nogil:
+    """Write the codes of entries start .. start + n_words topic by topic: s[k * n_words + i]."""
+    cdef Py_ssize_t i, k, q
+    cdef const EntryRow* row
+    cdef const int* topics
+    memset(s, 0, n_topics * n_words * sizeof(double))
+    for i in range(n_words):
+        row = &codes.rows[start + i]
+        if row.count == CONSTANT_ROW:
+            for k in range(n_topics):
+                s[k * n_words + i] = codes.value
+        else:
+            topics = row_topics(row)
+            for q in range(row.count):
+                s[topics[q] * n_words + i] = row.values[q]
+
+
+cdef double* reserve_rows(CodeRows* codes, Py_ssize_t d, Py_ssize_t size) noexcept nogil:
+    """Room for ``size`` doubles of rows in document d's block; NULL if memory ran out.
+
+    A block's first double holds its capacity. It is reused while the rows
+    fit and fill at least half of it (the codes grow sparser as a fit goes
+    on, and the memory follows them down): a document coded by
+    another thread than last time would otherwise free memory into that
+    thread's heap and allocate from its own, a lock on every document.
+    The old rows are not kept (the caller holds the codes).
+    """
+    cdef double* block = codes.blocks[d]
+    cdef Py_ssize_t capacity = <Py_ssize_t> block[0] if block != NULL else 0
+    if capacity >= size and capacity <= 2 * size + 8:
+        return block + 1  # shrunk to under half: given back below
+    block = <double*> malloc((size + 1) * sizeof(double))
+    if block == NULL:
+        return NULL
+    block[0] = <double> size
+    free(codes.blocks[d])
+    codes.blocks[d] = block
+    return block + 1
+
+
+cdef Py_ssize_t stored_doubles(const CodeRows* codes, Py_ssize_t start,
+                               Py_ssize_t stop) noexcept nogil:
+    """Doubles the rows of entries start .. stop - 1 take (0 for start-value rows)."""
+    cdef Py_ssize_t j, size = 0
+    for j in range(start, stop):
+        if codes.rows[j].count > 0:
+            size += row_doubles(codes.rows[j].count)
+    return size
+
+
+cdef int store_strided(CodeRows* codes, Py_ssize_t d, Py_ssize_t start, Py_ssize_t n_words,
+                       Py_ssize_t n_topics, const double* s, Py_ssize_t word_stride,
+                       Py_ssize_t topic_stride) noexcept nogil:
+    """Replace document d's block by the non-zero codes s[i * word_stride + k * topic_stride].
+
+    Returns 0, or -1 (and leaves the old block in place) if memory ran out.
+    """
+    cdef Py_ssize_t i, k, total = 0, count
+    cdef double x
+    cdef double* values
+    cdef int* topics
+    for i in range(n_words):
+        count = 0
+        for k in range(n_topics):
+            if s[i * word_stride + k * topic_stride] != 0.0:  # NaN is kept too
+                count += 1
+        total += row_doubles(count)
+    values = reserve_rows(codes, d, total)
+    if values == NULL:
+        return -1
+    for i in range(n_words):
+        count = 0
+        for k in range(n_topics):
+            if s[i * word_stride + k * topic_stride] != 0.0:
+                count += 1
+        topics = <int*> (values + count)
+        count = 0
+        for k in range(n_topics):
+            x = s[i * word_stride + k * topic_stride]
+            if x != 0.0:
+                values[count] = x
+                topics[count] = <int> k
+                count += 1
+        codes.rows[start + i].values = values
+        codes.rows[start + i].count = <int> count
+        values += row_doubles(count)
+    return 0
+
+
+cdef inline Py_ssize_t compact_word(const double* s, Py_ssize_t n_words,
+                                    Py_ssize_t n_topics, double* values,
+                                    int* topics) noexcept nogil:
+    """Write the non-zero codes s[k * n_words] (k = 0 .. K - 1) of one word; return how many."""
+    cdef Py_ssize_t k, c = 0
+    cdef double x
+    for k in range(n_topics):
+        # without a branch: write every code, advance past the non-zero ones
+        x = s[k * n_words]
+        values[c] = x
+        topics[c] = <int> k
+        c += x != 0.0  # NaN is kept too
+    return c
+
+
+cdef inline void compact_four_words(const double* s, Py_ssize_t n_words, Py_ssize_t n_topics,
+                                    double* values, int* topics,
+                                    Py_ssize_t* found) noexcept nogil:
+    """`compact_word` of the words s, s + 1, s + 2, s + 3 in one loop: four independent chains
+    (their codes share cache lines too). Row q goes to values + q K and topics + q K."""
+    cdef Py_ssize_t k, c0 = 0, c1 = 0, c2 = 0, c3 = 0
+    cdef double x0, x1, x2, x3
+    cdef double* v1 = values + n_topics
+    cdef double* v2 = values + 2 * n_topics
+    cdef double* v3 = values + 3 * n_topics
+    cdef int* t1 = topics + n_topics
+    cdef int* t2 = topics + 2 * n_topics
+    cdef int* t3 = topics + 3 * n_topics
+    for k in range(n_topics):
+        x0 = s[k * n_words]
+        x1 = s[k * n_words + 1]
+        x2 = s[k * n_words + 2]
+        x3 = s[k * n_words + 3]
+        values[c0] = x0
+        v1[c1] = x1
+        v2[c2] = x2
+        v3[c3] = x3
+        topics[c0] = <int> k
+        t1[c1] = <int> k
+        t2[c2] = <int> k
+        t3[c3] = <int> k
+        c0 += x0 != 0.0
+        c1 += x1 != 0.0
+        c2 += x2 != 0.0
+        c3 += x3 != 0.0
+    found[0], found[1], found[2], found[3] = c0, c1, c2, c3
+
+
+cdef int store_rows(CodeRows* codes, Py_ssize_t d, Py_ssize_t start, Py_ssize_t n_words,
+                    Py_ssize_t n_topics, const double* s, double* scratch) noexcept nogil:
+    """Replace document d's block by the codes s[k * n_words + i] (topic by topic).
+
+    ``scratch`` holds `STORE_SCRATCH` (n_words, n_topics) doubles. Returns 0,
+    or -1 (and leaves the old codes in place) if memory ran out.
+    """
+    cdef Py_ssize_t i, k, q, total = 0, group
+    cdef double* counts = scratch  # as doubles: the counting loop is then vectorised
+    cdef double* row_values = scratch + n_words  # STORE_GROUP rows of K values and K topics
+    cdef int* row_topics_ = <int*> (row_values + STORE_GROUP * n_topics)
+    cdef Py_ssize_t found[STORE_GROUP]
+    cdef const double* s_k
+    cdef double* values
+    # count topic by topic: s is read in sequence
+    for i in range(n_words):
+        counts[i] = 0.0
+    for k in range(n_topics):
+        s_k = s + k * n_words
+        for i in range(n_words):
+            counts[i] += 1.0 if s_k[i] != 0.0 else 0.0
+    for i in range(n_words):
+        total += row_doubles(<Py_ssize_t> counts[i])
+    values = reserve_rows(codes, d, total)
+    if values == NULL:
+        return -1
+    i = 0
+    while i < n_words:
+        # STORE_GROUP words at a time: their compactions are independent chains, and
+        # they read the same cache lines of s
+        group = n_words - i if n_words - i < STORE_GROUP else STORE_GROUP
+        if group == STORE_GROUP:
+            compact_four_words(s + i, n_words, n_topics, row_values, row_topics_, found)
+        else:
+            for q in range(group):
+                found[q] = compact_word(s + i + q, n_words, n_topics, row_values + q * n_topics,
+                                        row_topics_ + q * n_topics)
+        for q in range(group):
+            memcpy(values, row_values + q * n_topics, found[q] * sizeof(double))
+            memcpy(<int*> (values + found[q]), row_topics_ + q * n_topics, found[q] * sizeof(int))
+            codes.rows[start + i + q].values = values
+            codes.rows[start + i + q].count = <int> found[q]
+            values += row_doubles(found[q])
+        i += group
+    return 0
+
+
+cdef bint has_constant_rows(const CodeRows* codes, Py_ssize_t n_entries) noexcept nogil:
+    cdef Py_ssize_t j
+    for j in range(n_entries):
+        if codes.rows[j].count == CONSTANT_ROW:
+            return True
+    return False
+
+
+def _as_indptr(indptr):
+    indptr = np.asarray(indptr)
+    if indptr.ndim != 1 or indptr.shape[0] < 1 or not np.issubdtype(indptr.dtype, np.integer):
+        raise ValueError("indptr must be a 1-D integer array with at least one entry")
+    indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+    if indptr[0] != 0 or np.any(np.diff(indptr) < 0):
+        raise ValueError("indptr must start at 0 and never decrease")
+    return indptr
+
+
+cdef class SparseWordCodes:
+    """The word codes of a corpus, (nnz, K) as a whole, storing only the non-zero codes.
+
+    Entry j of X (its j-th stored value, documents in order as ``indptr`` says)
+    has K codes; those that are not exactly 0 are stored with their topics, one
+    block per document. ``SparseWordCodes(indptr, n_topics, value)`` starts every
+    code at ``value`` without storing them (the start of a fit); `from_dense`
+    and `toarray` convert from and to the dense (nnz, K) array, and
+    ``np.asarray`` gives the dense array too. The coding kernel
+    (`stc.coding.code_documents`) reads and replaces the codes in place.
+    """
+
+    def __cinit__(self, indptr, Py_ssize_t n_topics, double value=0.0):
+        cdef Py_ssize_t j
+        if n_topics < 1:
+            raise ValueError(f"n_topics must be at least 1, got {n_topics}")
+        self.indptr = _as_indptr(indptr)
+        self.indptr.flags.writeable = False
+        self.n_documents = self.indptr.shape[0] - 1
+        self.n_entries = int(self.indptr[self.n_documents])
+        self.n_topics = n_topics
+        self.codes.value = value
+        self.codes.rows = <EntryRow*> calloc(max(self.n_entries, 1), sizeof(EntryRow))
+        self.codes.blocks = <double**> calloc(max(self.n_documents, 1), sizeof(double*))
+        if self.codes.rows == NULL or self.codes.blocks == NULL:
+            raise MemoryError("could not allocate the word codes' row index")
+        if value != 0.0:  # also NaN: every row holds the value without storing it
+            for j in range(self.n_entries):
+                self.codes.rows[j].count = CONSTANT_ROW
+
+    def __dealloc__(self):
+        cdef Py_ssize_t d
+        if self.codes.blocks != NULL:
+            for d in range(self.n_documents):
+                free(self.codes.blocks[d])
+            free(self.codes.blocks)
+        free(self.codes.rows)
+
+    cdef CodeRows* writable_rows(self) except NULL:
+        return &self.codes
+
+    cdef const CodeRows* stored_rows(self) except NULL:
+        """The rows with every constant row stored (what the dictionary statistics read)."""
+        if has_constant_rows(&self.codes, self.n_entries):
+            self.assign(self.toarray())
+        return &self.codes
+
+    @property
+    def shape(self):
+        return (self.n_entries, self.n_topics)
+
+    @property
+    def value(self):
+        """The start value of the rows not coded yet (see the class docstring)."""
+        return self.codes.value
+
+    @property
+    def counts(self):
+        """Non-zero codes per entry (-1 for an entry still at the start value): int32 array."""
+        out = np.empty(self.n_entries, dtype=np.int32)
+        cdef int[::1] out_v = out
+        cdef Py_ssize_t j
+        for j in range(self.n_entries):
+            out_v[j] = self.codes.rows[j].count
+        return out
+
+    def count_nonzero(self):
+        """Non-zero word codes in all (the K codes of a start-value row count if it is not 0)."""
+        counts = self.counts
+        return int(np.sum(counts[counts >= 0], dtype=np.int64)
+                   + np.count_nonzero(counts < 0) * self.n_topics)
+
+    def zero_fraction(self):
+        """The share of the (nnz, K) word codes that are exactly 0."""
+        size = self.n_entries * self.n_topics
+        return 1.0 - self.count_nonzero() / size if size else 0.0
+
+    @property
+    def nbytes(self):
+        """Bytes held: the documents' blocks (their capacity) and the index of rows and blocks."""
+        cdef Py_ssize_t d, total = 0
+        for d in range(self.n_documents):
+            if self.codes.blocks[d] != NULL:
+                total += 1 + <Py_ssize_t> self.codes.blocks[d][0]
+        return (total * sizeof(double) + self.n_entries * sizeof(EntryRow)
+                + self.n_documents * sizeof(double*))
+
+    def row(self, Py_ssize_t j):
+        """The K codes of entry j, dense."""
+        if not 0 <= j < self.n_entries:
+            raise IndexError(f"entry {j} is out of range for {self.n_entries} entries")
+        out = np.zeros(self.n_topics)
+        cdef double[::1] out_v = out
+        cdef const EntryRow* row = &self.codes.rows[j]
+        cdef const int* topics
+        cdef Py_ssize_t q
+        if row.count == CONSTANT_ROW:
+            out[:] = self.codes.value
+        else:
+            topics = row_topics(row)
+            for q in range(row.count):
+                out_v[topics[q]] = row.values[q]
+        return out
+
+    def toarray(self, n_jobs=None):
+        """The dense (nnz, K) float64 array of the codes."""
+        out = np.zeros((self.n_entries, self.n_topics))
+        cdef double[:, ::1] out_v = out
+        cdef Py_ssize_t j, k, q, n_topics = self.n_topics
+        cdef const EntryRow* row
+        cdef const int* topics
+        cdef double value = self.codes.value
+        cdef int n_threads = resolve_n_jobs(n_jobs)
+        with nogil:
+            for j in prange(self.n_entries, schedule="static", num_threads=n_threads):
+                row = &self.codes.rows[j]
+                if row.count == CONSTANT_ROW:
+                    for k in range(n_topics):
+                        out_v[j, k] = value
+                else:
+                    topics = row_topics(row)
+                    for q in range(row.count):
+                        out_v[j, topics[q]] = row.values[q]
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        out = self.toarray()
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def assign(self, codes, n_jobs=None):
+        """Replace every code by the dense (nnz, K) array ``codes`` (stored sparse)."""
+        codes = np.asarray(codes)
+        if codes.shape != (self.n_entries, self.n_topics):
+            raise ValueError(f"codes must have shape {(self.n_entries, self.n_topics)}, "
+                             f"got {codes.shape}")
+        cdef const double[:, ::1] codes_v = np.ascontiguousarray(codes, dtype=np.float64)
+        cdef const long long[::1] indptr_v = self.indptr
+        cdef Py_ssize_t d, start, n_words
+        cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+        cdef int n_threads = resolve_n_jobs(n_jobs)
+        with nogil:
+            for d in prange(self.n_documents, schedule="dynamic", chunksize=16,
+                            num_threads=n_threads):
+                start = indptr_v[d]
+                n_words = indptr_v[d + 1] - start
+                if n_words > 0 and store_strided(&self.codes, d, start, n_words,
+                                                 self.n_topics, &codes_v[start, 0],
+                                                 self.n_topics, 1) != 0:
+                    failed[0] = 1
+        if failed[0]:
+            raise MemoryError("could not allocate the sparse word codes")
+        return self
+
+    @classmethod
+    def from_dense(cls, indptr, codes, n_jobs=None):
+        """The sparse word codes of the dense (nnz, K) array ``codes`` (documents: ``indptr``)."""
+        codes = np.asarray(codes)
+        if codes.ndim != 2:
+            raise ValueError(f"codes must be a 2-D (nnz, K) array, got shape {codes.shape}")
+        return cls(indptr, codes.shape[1]).assign(codes, n_jobs)
+
+    def gathered(self, order, n_jobs=None, SparseWordCodes out=None):
+        """The rows ``order[0], order[1], ...`` as the rows of one block, in that order.
+
+        The dictionary statistics visit the entries term by term; gathered in
+        that order once (`stc.dictionary.term_major_codes`), every later pass
+        reads its rows in sequence instead of one scattered row per entry.
+        ``out``, earlier gathered codes of as many entries, is refilled if its
+        block is large enough (fresh memory costs a page fault per 4 KiB).
+        """
+        cdef const EntryRow* rows = self.stored_rows().rows
+        order = np.ascontiguousarray(order, dtype=np.intc)
+        if order.ndim != 1 or (order.size and (order.min() < 0
+                                                 or order.max() >= self.n_entries)):
+            raise ValueError(f"order must list entries in [0, {self.n_entries})")
+        cdef const int[::1] order_v = order
+        cdef Py_ssize_t n = order.shape[0], p
+        counts = self.counts[order].astype(np.int64)
+        offsets = np.concatenate([[0], np.cumsum(counts + (counts + 1) // 2)])
+        cdef const long long[::1] offsets_v = offsets
+        cdef SparseWordCodes other = out
+        if (other is None or other.n_entries != n or other.n_topics != self.n_topics
+                or other.n_documents != 1):
+            other = SparseWordCodes(np.array([0, n]), self.n_topics)
+        cdef double* block = reserve_rows(&other.codes, 0, offsets[n])
+        if block == NULL:
+            raise MemoryError("could not allocate the gathered word codes")
+        cdef int n_threads = resolve_n_jobs(n_jobs)
+        cdef const EntryRow* ahead
+        with nogil:
+            for p in prange(n, schedule="static", num_threads=n_threads):
+                # the rows are scattered: ask for the index and the row ahead
+                if p + 16 < n:
+                    __builtin_prefetch(&rows[order_v[p + 16]])
+                if p + 8 < n:
+                    ahead = &rows[order_v[p + 8]]
+                    if ahead.count > 0:
+                        __builtin_prefetch(ahead.values)
+                        __builtin_prefetch(ahead.values + 8)
+                other.codes.rows[p].values = block + offsets_v[p]
+                other.codes.rows[p].count = rows[order_v[p]].count
+                if offsets_v[p + 1] > offsets_v[p]:
+                    memcpy(block + offsets_v[p], rows[order_v[p]].values,
+                           (offsets_v[p + 1] - offsets_v[p]) * sizeof(double))
+        return other
+
+    def copy(self):
+        """An independent copy (its own blocks)."""
+        cdef SparseWordCodes other = SparseWordCodes(self.indptr, self.n_topics,
+                                                     self.codes.value)
+        cdef const long long[::1] indptr = self.indptr
+        cdef Py_ssize_t d, j
+        cdef double* values
+        for d in range(self.n_documents):
+            if self.codes.blocks[d] == NULL:
+                for j in range(indptr[d], indptr[d + 1]):
+                    other.codes.rows[j] = self.codes.rows[j]  # start-value or empty rows
+                continue
+            values = reserve_rows(&other.codes, d,
+                                  stored_doubles(&self.codes, indptr[d], indptr[d + 1]))
+            if values == NULL:
+                raise MemoryError("could not copy the sparse word codes")
+            for j in range(indptr[d], indptr[d + 1]):
+                other.codes.rows[j].count = self.codes.rows[j].count
+                other.codes.rows[j].values = values
+                if self.codes.rows[j].count > 0:
+                    memcpy(values, self.codes.rows[j].values,
+                           row_doubles(self.codes.rows[j].count) * sizeof(double))
+                    values += row_doubles(self.codes.rows[j].count)
+        return other
+
+    def __reduce__(self):
+        return (_rebuild, (self.indptr, self.n_topics, self.codes.value, self.toarray()))
+
+    def __repr__(self):
+        return (f"SparseWordCodes({self.n_entries} entries x {self.n_topics} topics, "
+                f"{self.count_nonzero()} non-zero)")
+
+
+def _rebuild(indptr, n_topics, value, dense):
+    # rows still at the start value come back stored (the same codes)
+    return SparseWordCodes(indptr, n_topics, value).assign(dense)

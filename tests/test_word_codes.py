@@ -1,0 +1,158 @@
+"""Sparse word codes: storage, conversions, and the same bits as dense codes in coding,
+the dictionary step and whole fits."""
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import stc
+from stc._core._word_codes import SparseWordCodes
+from stc.coding import (CodingProblem, code_documents, code_new_documents, initial_codes,
+                        transposed)
+from stc.dictionary import CorpusLayout, update_dictionary
+from stc.losses import GaussianLoss, PoissonLoss
+
+
+def random_codes(rng, lengths, n_topics, zero_share):
+    """Dense codes for documents of the given lengths, with exact zeros (and a NaN)."""
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    codes = rng.gamma(1.0, size=(indptr[-1], n_topics))
+    codes[rng.random(codes.shape) < zero_share] = 0.0
+    return indptr, codes
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n_topics=st.integers(1, 9),
+       zero_share=st.sampled_from([0.0, 0.5, 0.9, 1.0]),
+       lengths=st.lists(st.integers(0, 6), min_size=1, max_size=8))
+def test_dense_codes_come_back_exactly(seed, n_topics, zero_share, lengths):
+    rng = np.random.default_rng(seed)
+    indptr, codes = random_codes(rng, lengths, n_topics, zero_share)
+    if codes.size:
+        codes.flat[rng.integers(codes.size)] = np.nan  # a NaN is a value, kept
+    sparse = SparseWordCodes.from_dense(indptr, codes)
+    assert sparse.shape == codes.shape
+    np.testing.assert_array_equal(sparse.toarray(), codes)
+    np.testing.assert_array_equal(np.asarray(sparse), codes)
+    assert sparse.count_nonzero() == np.count_nonzero(codes)
+    np.testing.assert_array_equal(sparse.counts, np.count_nonzero(codes, axis=1))
+    for j in range(codes.shape[0]):
+        np.testing.assert_array_equal(sparse.row(j), codes[j])
+    for other in (sparse.copy(), pickle.loads(pickle.dumps(sparse))):
+        np.testing.assert_array_equal(other.toarray(), codes)
+    copy = sparse.copy()
+    copy.assign(np.zeros_like(codes))  # the copy owns its rows
+    np.testing.assert_array_equal(sparse.toarray(), codes)
+    assert copy.count_nonzero() == 0
+
+
+def test_start_value_rows_are_not_stored_and_read_as_the_value():
+    codes = SparseWordCodes([0, 2, 2, 5], 4, 0.75)
+    assert codes.count_nonzero() == 20 and codes.zero_fraction() == 0.0
+    assert np.all(codes.counts == -1)
+    assert codes.nbytes < 5 * 4 * 8  # an index only
+    np.testing.assert_array_equal(codes.toarray(), np.full((5, 4), 0.75))
+    zero = SparseWordCodes([0, 2, 5], 3)
+    assert zero.count_nonzero() == 0 and zero.zero_fraction() == 1.0
+    np.testing.assert_array_equal(zero.toarray(), np.zeros((5, 3)))
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError, match="indptr"):
+        SparseWordCodes([1, 2], 3)
+    with pytest.raises(ValueError, match="indptr"):
+        SparseWordCodes([0, 3, 2], 3)
+    with pytest.raises(ValueError, match="n_topics"):
+        SparseWordCodes([0, 2], 0)
+    codes = SparseWordCodes([0, 2], 3)
+    with pytest.raises(ValueError, match=r"shape \(2, 3\)"):
+        codes.assign(np.zeros((2, 4)))
+    with pytest.raises(IndexError):
+        codes.row(2)
+
+
+def small_corpus(seed=0, n_docs=40, n_features=30, n_topics=6):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n_docs, n_features, density=0.3, random_state=seed, format="csr",
+                  data_rvs=lambda n: rng.integers(1, 5, n).astype(float))
+    X.indices = X.indices.astype(np.int32)
+    X.indptr = X.indptr.astype(np.int32)
+    beta = rng.gamma(1.0, size=(n_topics, n_features))
+    beta /= beta.sum(axis=1, keepdims=True)
+    return X, beta
+
+
+@pytest.mark.parametrize("loss", [PoissonLoss(), GaussianLoss()], ids=["poisson", "gaussian"])
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_coding_with_sparse_codes_gives_the_bits_of_dense_codes(loss, n_jobs):
+    """Warm coding calls, one after the other, from the same start: codes, theta, means and
+    objectives equal bit for bit whether the word codes are stored dense or sparse."""
+    X, beta = small_corpus(1)
+    problem = CodingProblem(loss, lambda_=0.1, gamma=0.05, rho=0.3, max_iter=2)
+    dense, theta_d = initial_codes(X, beta.shape[0])
+    sparse, theta_s = initial_codes(X, beta.shape[0], sparse=True)
+    for _ in range(3):
+        a = code_documents(problem, X, beta, dense, theta_d, n_jobs=n_jobs)
+        b = code_documents(problem, X, beta, sparse, theta_s, n_jobs=n_jobs)
+        np.testing.assert_array_equal(sparse.toarray(), dense)
+        np.testing.assert_array_equal(theta_s, theta_d)
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+    assert 0 < sparse.count_nonzero() < dense.size  # the penalty made zeros
+    # new documents: the sparse codes they keep are the dense ones
+    theta_a, codes_a, _ = code_new_documents(problem, X, beta, keep_word_codes=True)
+    theta_b, codes_b, _ = code_new_documents(problem, X, beta, keep_word_codes="sparse")
+    np.testing.assert_array_equal(theta_a, theta_b)
+    np.testing.assert_array_equal(codes_b.toarray(), codes_a)
+
+
+def test_codes_of_another_corpus_are_refused():
+    X, beta = small_corpus(2)
+    problem = CodingProblem(PoissonLoss(), lambda_=0.1, gamma=0.05, rho=0.3)
+    _, theta = initial_codes(X, beta.shape[0])
+    wrong = SparseWordCodes(np.array([0, X.nnz]), beta.shape[0], 1.0)
+    with pytest.raises(ValueError, match="word codes of X's documents"):
+        code_documents(problem, X, beta, wrong, theta)
+    with pytest.raises(ValueError, match="keep_word_codes"):
+        code_new_documents(problem, X, beta, keep_word_codes="dense")
+
+
+def test_dictionary_step_on_sparse_codes_gives_the_bits_of_dense_codes():
+    X, beta = small_corpus(3)
+    problem = CodingProblem(PoissonLoss(), lambda_=0.1, gamma=0.05, rho=0.3, max_iter=3)
+    dense, theta = initial_codes(X, beta.shape[0])
+    code_documents(problem, X, beta, dense, theta)
+    sparse = SparseWordCodes.from_dense(X.indptr, dense)
+    layout = CorpusLayout(X)
+    for method in ("mm", "pg"):
+        from_dense = update_dictionary(PoissonLoss(), layout, dense, beta, method=method)
+        from_sparse = update_dictionary(PoissonLoss(), layout, sparse, beta, method=method)
+        np.testing.assert_array_equal(from_sparse[0], from_dense[0])
+        assert from_sparse[1:] == from_dense[1:]
+
+
+def test_batch_learning_keeps_its_word_codes_sparse_and_reports_their_zeros(capsys):
+    """The batch learner's state holds `SparseWordCodes` from the start (the start value,
+    unstored) to the end, and the progress lines report their share of zeros."""
+    from stc.learners import LearningOptions, batch
+
+    X = stc.STC()._validate_X(stc.datasets.load_newsgroups("train").data[:80], reset=True,
+                              loss=PoissonLoss())
+    problem = CodingProblem(PoissonLoss(), lambda_=0.5, gamma=0.05, rho=0.3, max_iter=2)
+    state = batch.initial_state(X, problem.loss, 8, 0, "random")
+    assert isinstance(state.codes, SparseWordCodes)
+    assert state.codes.nbytes < X.nnz * 8 * 8  # the start value is not stored
+    options = LearningOptions(n_topics=8, random_state=0, max_iter=3, tol=0.0, verbose=1)
+    batch.learn(problem, X, options, state=state)
+    captured = capsys.readouterr()
+    lines = [line for line in (captured.out + captured.err).splitlines()
+             if "word-code zeros" in line]
+    assert len(lines) == 3
+    assert isinstance(state.codes, SparseWordCodes)
+    share = state.codes.zero_fraction()
+    assert 0.0 < share < 1.0
+    assert lines[-1].split("word-code zeros")[1].split()[0] == f"{share:.3f}"
+    assert state.codes.count_nonzero() == np.count_nonzero(state.codes.toarray())

@@ -15,6 +15,7 @@ The pages are Markdown (MyST). In each page of docs/*.md:
   only the languages listed in LANGUAGES, so none escapes these checks.
 """
 import doctest
+import importlib
 import os
 import re
 import shutil
@@ -190,3 +191,39 @@ def test_readme_python_example_runs(tmp_path, monkeypatch, capsys):
     assert run_python_blocks(README, tmp_path, monkeypatch) == 1
     printed = capsys.readouterr().out.splitlines()
     assert 0.0 <= float(printed[-1]) <= 1.0  # the MedSTC accuracy
+
+
+# A dotted name starting with "stc." in a page (not part of a path or a file name).
+STC_NAME = re.compile(r"(?<![\w/.\-])stc(?:\.[A-Za-z_]\w*)+")
+
+
+def resolve(name):
+    """The object a dotted ``stc.`` name names: the longest importable module, then attributes."""
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            target = getattr(target, attribute)
+        return target
+    raise ImportError(name)
+
+
+@pytest.mark.parametrize("page", PAGES + [README], ids=lambda page: page.name)
+def test_every_stc_name_a_page_mentions_exists(page):
+    names = sorted(set(STC_NAME.findall(page.read_text(encoding="utf-8"))))
+    missing = []
+    for name in names:
+        try:
+            resolve(name)
+        except (ImportError, AttributeError):
+            missing.append(name)
+    assert not missing, f"{page.name} names what stc does not have: {missing}"
+
+
+@pytest.mark.filterwarnings("error::sklearn.exceptions.ConvergenceWarning")
+def test_the_quick_start_does_not_warn(tmp_path, monkeypatch):
+    """The quick start's fits converge: they print nothing the page does not show."""
+    assert run_python_blocks(ROOT / "docs" / "quickstart.md", tmp_path, monkeypatch) > 0

@@ -11,10 +11,13 @@ the round's seed (0, 1, ...): STC (batch), STC online (``learning_method=
 "online"``), MedSTC (fitted with the training labels), scikit-learn
 LatentDirichletAllocation, scikit-learn NMF (``beta_loss="kullback-leibler",
 solver="mu", init="nndsvda"``), tomotopy LDAModel (``train`` for 1000 Gibbs
-sweeps, in steps of 100) and gensim LdaMulticore. Threads: ``n_jobs`` /
-``workers`` = ``--threads`` and OMP/BLAS pools of that size. Rounds are
-interleaved: for each K, round 1 runs every model, then round 2 every model
-again, and so on.
+sweeps, in steps of 100), gensim LdaMulticore and BigARTM (``ARTM(seed=...)``,
+``fit_offline`` for 20 collection passes) with ``DecorrelatorPhiRegularizer(tau=1e5)``
+alone ("bigartm") or with the sparsing ``SmoothSparsePhiRegularizer(tau=-0.1)`` and
+``SmoothSparseThetaRegularizer(tau=-0.5)`` too ("bigartm-sparse"). Threads: ``n_jobs`` /
+``workers`` / ``num_processors`` = ``--threads`` and OMP/BLAS pools of that size. Rounds
+are interleaved: for each K, round 1 runs every model, then round 2 every model again,
+and so on.
 
 Every (model, K, round) runs in a fresh subprocess, which loads the corpus,
 fits on the training split and codes the test split; so thread pools and
@@ -29,14 +32,18 @@ peak resident memory of fit + transform.
 ``--quick`` is a check of the pipeline, not a measurement: every 10th
 document, K = 10, one round. The table goes to ``--output`` after every run
 (an interrupted run keeps what it finished) and is printed at the end.
-Needs ``pip install -e '.[bench]'`` (tomotopy, gensim, psutil).
+Needs ``pip install -e '.[bench]'`` (tomotopy, gensim, psutil); the BigARTM models
+need ``pip install -e '.[bigartm]'`` (kept apart for its pin of protobuf < 3.21) and
+are skipped, with a message, where ``artm`` does not import.
 """
 import argparse
+import functools
 import json
 import os
 import resource
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import warnings
@@ -53,19 +60,26 @@ DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_peers.md")
 SVM_C_GRID = (1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0, 1e3, 1e4, 1e5)
 SMALL_CODE = 1e-3  # "near zero": an l1-normalised document code entry under this
 TOMOTOPY_ITERATIONS, TOMOTOPY_STEP = 1000, 100
+BIGARTM_PASSES = 20
+BIGARTM_MODELS = ("bigartm", "bigartm-sparse")
+BIGARTM_INSTALL = "pip install -e '.[bigartm]'"
 MODELS = ("stc", "stc-online", "medstc", "sklearn-lda", "sklearn-nmf", "tomotopy-lda",
-          "gensim-lda")
+          "gensim-lda") + BIGARTM_MODELS
 PROTOCOL = """\
 Protocol (the same for every model):
 
 - fit on the training split (MedSTC with its labels); the fit time includes turning the
-  count matrix into the library's input (tomotopy: token lists; gensim: a streamed corpus);
+  count matrix into the library's input (tomotopy: token lists; gensim: a streamed corpus;
+  BigARTM: UCI bag-of-words files in a temporary directory, parsed by BigARTM into its
+  batches and dictionary);
 - transform: the codes of the test split (STC, MedSTC: `transform`; scikit-learn:
   `transform`; tomotopy: `infer` with its defaults (100 iterations), an empty document
   gets 1/K; gensim: `get_document_topics(minimum_probability=0)`, which still drops
-  probabilities under 1e-8: they count as zeros). NMF's codes are W times each topic's
-  mass (row sum of H), so that with the row-normalised topics they give the same product
-  W H (for KL-NMF, the document-topic proportions of PLSA);
+  probabilities under 1e-8: they count as zeros; BigARTM: `transform`, theta, its time
+  including writing the test split's input as for the fit, an empty document gets 1/K;
+  its topics are phi transposed, in the corpus's term order). NMF's codes are W times each
+  topic's mass (row sum of H), so that with the row-normalised topics they give the same
+  product W H (for KL-NMF, the document-topic proportions of PLSA);
 - accuracy: LinearSVC (`dual=False`) on the l1-normalised codes of the training and test
   splits, C chosen by 3-fold stratified CV on the training codes from {c_grid}. MedSTC
   also has its own classifier (argmax_y eta_y . theta, what `predict` does): "own";
@@ -219,6 +233,90 @@ class GensimModel:
         return row_normalised(self.model.get_topics())
 
 
+@functools.lru_cache(maxsize=None)
+def import_artm():
+    """BigARTM's module, imported without the deprecation warnings of its protobuf code,
+    its log set up before the library's first call."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import artm
+    # by default it writes log files into the working directory (the repository): errors
+    # go to stderr instead; its warnings, on every run, are about the terms a split lacks
+    artm.wrapper.LibArtm(logging_config=artm.messages.ConfigureLoggingArgs(
+        logtostderr=True, minloglevel=2))
+    return artm
+
+
+def bigartm_batches(X, folder, dictionary=True):
+    """``X`` as BigARTM batches in ``folder``: document d is item d + 1, term n token "n".
+
+    Written as UCI bag-of-words files for BigARTM's own parser: its in-memory route
+    (``data_format="bow_n_wd"``) loops over the whole vocabulary for every document in
+    Python, minutes on the full training split. An empty document gets no item.
+    """
+    X = count_matrix(X)
+    docs = np.repeat(np.arange(1, X.shape[0] + 1), np.diff(X.indptr))
+    with open(os.path.join(folder, "docword.corpus.txt"), "w", encoding="ascii") as handle:
+        handle.write(f"{X.shape[0]}\n{X.shape[1]}\n{X.nnz}\n")
+        # .17g: a fractional count survives the round trip
+        handle.writelines(f"{d} {n} {count:.17g}\n" for d, n, count in
+                          zip(docs.tolist(), (X.indices + 1).tolist(), X.data.tolist()))
+    with open(os.path.join(folder, "vocab.corpus.txt"), "w", encoding="ascii") as handle:
+        handle.writelines(f"{n}\n" for n in range(X.shape[1]))
+    return import_artm().BatchVectorizer(data_format="bow_uci", collection_name="corpus",
+                                         data_path=folder,
+                                         target_folder=os.path.join(folder, "batches"),
+                                         gather_dictionary=dictionary)
+
+
+class BigARTMModel:
+    word_codes = False
+
+    def __init__(self, K, seed, threads, sparse=False, passes=BIGARTM_PASSES, **params):
+        artm = import_artm()
+        regularizers = [artm.DecorrelatorPhiRegularizer(tau=1e5)]
+        if sparse:
+            regularizers += [artm.SmoothSparsePhiRegularizer(tau=-0.1),
+                             artm.SmoothSparseThetaRegularizer(tau=-0.5)]
+        self.model = artm.ARTM(num_topics=K, num_processors=threads, seed=seed,
+                               regularizers=regularizers, **params)
+        self.K, self.passes = K, passes
+
+    def fit(self, X, y):
+        self.n_terms = X.shape[1]
+        # the batches live only for the fit: the model keeps its own copy of phi
+        with tempfile.TemporaryDirectory(prefix="bench-peers-bigartm-") as folder:
+            batches = bigartm_batches(X, folder)
+            self.model.initialize(batches.dictionary)
+            self.model.fit_offline(batches, num_collection_passes=self.passes)
+
+    def codes(self, X):
+        # BigARTM drops an empty document: it gets the uniform code, as in TomotopyModel
+        codes = np.full((X.shape[0], self.K), 1.0 / self.K)
+        if X.count_nonzero() == 0:  # no batch at all to transform
+            return codes
+        with tempfile.TemporaryDirectory(prefix="bench-peers-bigartm-") as folder:
+            theta = self.model.transform(bigartm_batches(X, folder, dictionary=False))
+        rows = np.asarray(theta.columns, dtype=np.int64) - 1
+        codes[rows] = theta.loc[self.model.topic_names].to_numpy(dtype=np.float64).T
+        return codes
+
+    def topics(self):
+        # phi is indexed by token name, in BigARTM's order: back to the corpus's columns
+        phi = self.model.get_phi().reindex([str(n) for n in range(self.n_terms)],
+                                           fill_value=0.0)
+        return row_normalised(phi[self.model.topic_names].to_numpy(dtype=np.float64).T)
+
+
+def bigartm_unavailable():
+    """Why ``artm`` does not import here, or None if it does."""
+    try:
+        import_artm()
+    except Exception as error:  # protobuf >= 3.21 fails with a TypeError, not an ImportError
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
 def make_model(name, K, seed, threads, **params):
     """The model ``name`` at its defaults (``params`` override them: tests use few iterations)."""
     return {
@@ -229,6 +327,8 @@ def make_model(name, K, seed, threads, **params):
         "sklearn-nmf": lambda: SklearnModel(K, seed, threads, nmf=True, **params),
         "tomotopy-lda": lambda: TomotopyModel(K, seed, threads, **params),
         "gensim-lda": lambda: GensimModel(K, seed, threads, **params),
+        "bigartm": lambda: BigARTMModel(K, seed, threads, **params),
+        "bigartm-sparse": lambda: BigARTMModel(K, seed, threads, sparse=True, **params),
     }[name]()
 
 
@@ -382,6 +482,7 @@ LABELS = {
     "stc": "STC (batch)", "stc-online": "STC (online)", "medstc": "MedSTC",
     "sklearn-lda": "scikit-learn LDA", "sklearn-nmf": "scikit-learn NMF (KL, mu)",
     "tomotopy-lda": "tomotopy LDA (Gibbs)", "gensim-lda": "gensim LdaMulticore",
+    "bigartm": "BigARTM (decorrelator)", "bigartm-sparse": "BigARTM (sparsing + decorrelator)",
 }
 COLUMNS = (  # (header, value of a record, format)
     ("fit (s)", lambda r: r["fit_time"], "{:.1f}"),
@@ -458,7 +559,8 @@ def report(args, records, summary, start_uptime, command):
         f"Command: `{command}`", "",
         *machine_section(f"threads used (n_jobs, workers, OMP/BLAS): {args.threads}",
                          start_uptime),
-        f"- peers: {peer_versions()}", "",
+        f"- peers: {peer_versions()}",
+        *([f"- skipped: {args.skipped}"] if args.skipped else []), "",
         f"Data: {summary}", "",
         PROTOCOL,
         *table(records),
@@ -474,6 +576,13 @@ def peer_versions():
             versions.append(f"{module} {__import__(module).__version__}")
         except ImportError:
             versions.append(f"{module} not installed")
+    if bigartm_unavailable():
+        versions.append("bigartm not importable")
+    else:  # artm has no __version__; protobuf because of its pin
+        import google.protobuf
+
+        versions.append(f"bigartm {import_artm().version()} (protobuf "
+                        f"{google.protobuf.__version__})")
     return ", ".join(versions)
 
 
@@ -498,6 +607,16 @@ def main(argv=None):
         return worker(json.loads(args.worker))
     if args.quick:
         args.subsample, args.topics, args.seeds = 10, [10], 1
+    args.skipped = None
+    requested = [name for name in args.models if name in BIGARTM_MODELS]
+    reason = bigartm_unavailable() if requested else None
+    if reason:  # an optional extra: the other models still run
+        args.skipped = (f"{', '.join(requested)}: bigartm does not import ({reason}); "
+                        f"`{BIGARTM_INSTALL}`")
+        log(f"skipping {args.skipped}")
+        args.models = [name for name in args.models if name not in BIGARTM_MODELS]
+        if not args.models:
+            return 1
     from _machine import uptime_line
 
     command = "python benchmarks/bench_peers.py " + " ".join(

@@ -218,11 +218,12 @@ def zero_code_fraction(codes):
     return float(np.mean(codes == 0)) if codes.size else 0.0
 
 
-def as_sparse_codes(codes, indptr, n_jobs=None):
-    """``codes`` as `SparseWordCodes` (dense (nnz, K) codes are converted; documents: ``indptr``)."""
+def as_code_rows(codes, indptr):
+    """``codes`` as the statistics kernels read them: `SparseWordCodes` as they are, dense
+    (nnz, K) codes as a view of their rows (no copy; documents: ``indptr``)."""
     if isinstance(codes, SparseWordCodes):
         return codes
-    return SparseWordCodes.from_dense(indptr, codes, n_jobs)
+    return SparseWordCodes.view_of_dense(indptr, np.ascontiguousarray(codes, dtype=np.float64))
 
 
 def code_new_documents(problem, X, beta, *, keep_word_codes=False, n_jobs=None, beta_t=None):

@@ -17,8 +17,8 @@ step rule under which F never increases:
   a_kn = beta_kn sum_{j: n_j = n} s_jk y_j / mean_j, c_kn = sum_{j: n_j = n} s_jk
   and nu_k the multiplier that makes row k sum to one (`simplex_multiplier`).
   The update is invariant to the scale of each term, so frequent and rare
-  words converge alike (a plain projected gradient on 20 Newsgroups spends
-  many iterations dominated by the most frequent words), and it never sets
+  words converge alike (a plain projected gradient spends many iterations
+  dominated by the most frequent words), and it never sets
   an observed word's mean to zero: the Poisson loss stays finite.
 * ``"pg"`` (any other loss): projected gradient (`pg_dictionary_steps`) with the exact simplex
   projection (`project_rows_onto_simplex`, Condat's algorithm, rows in
@@ -27,7 +27,7 @@ step rule under which F never increases:
   mean out of the loss's domain has F = inf and is shrunk.
 
 Terms that never occur in the data get zero weight while the multiplier nu
-is positive (on 20 Newsgroups it is). When the codes overshoot the data, the
+is positive (it usually is). When the codes overshoot the data, the
 exact minimiser of F puts weight on them, since that lowers every mean at no
 cost; both solvers then do so (the MM step clamps nu at 0 and gives them the
 spare mass, `mm_update_row`). Other zero weights stay zero under MM (a
@@ -42,7 +42,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 from sklearn.utils.extmath import randomized_svd
 
-from stc.coding import as_sparse_codes
+from stc.coding import as_code_rows
 from stc._core._simplex import mm_exact_rows, project_rows_onto_simplex, simplex_multipliers
 from stc._core._sparse_ops import (mm_first_statistics, mm_step_statistics, word_code_sums,
                                   word_means)
@@ -57,8 +57,7 @@ def initial_dictionary(X, n_topics, random_state, docs_per_topic=5, corpus_share
     randomly perturbed corpus distribution (weight ``corpus_share``), so
     every observed term has positive weight in every topic (no infinite
     Poisson loss at the start) while topics differ. Starting from identical
-    uniform topics, as in the paper, the topics stay nearly identical on
-    20 Newsgroups.
+    uniform topics, as in the paper, the topics stay nearly identical.
     """
     corpus = np.asarray(X.sum(axis=0)).ravel()
     nonempty = np.flatnonzero(np.diff(X.indptr) > 0)
@@ -93,9 +92,8 @@ def nndsvd_dictionary(X, n_topics, random_state, corpus_share=0.01):
     get X's mean entry (the "a" variant), terms that never occur stay at zero,
     and a ``corpus_share`` of the corpus distribution keeps every observed term
     positive in every topic (a finite Poisson loss at the start). Each topic
-    starts on a direction of the data instead of a few documents: on the
-    20 Newsgroups training split this fits to more accurate codes at K = 50
-    and 100, less accurate ones at K = 20 (docs: "Topic quality").
+    starts on a direction of the data instead of a few documents; where that
+    helps: docs/quality.md, "Initialisation".
 
     The SVD is scikit-learn's `randomized_svd` seeded by ``random_state``; its
     dense steps run in BLAS, so its last bits may depend on the BLAS build.
@@ -175,29 +173,43 @@ class CorpusLayout:
 
     @functools.cached_property
     def col_positions(self):
-        """0, 1, ..., nnz - 1: the entries of `term_major_codes`, which are in term order."""
+        """0, 1, ..., nnz - 1: the entries of codes gathered in term order (`statistics_rows`)."""
         return np.arange(self.col_entries.shape[0], dtype=np.intc)
 
 
-def term_major_codes(codes, layout, n_jobs=None):
-    """The word codes with their rows in ``layout``'s term-by-term order (``col_entries``).
+# Sparse codes with at most this share of non-zero codes are gathered term by term for the
+# dictionary step; denser ones (early in a fit) are read in place: a gathered copy of them
+# would cost more memory than their dense array.
+GATHER_DENSITY = 0.25
 
-    Every statistic of the dictionary step sums over a term's entries; the
-    entries of a term lie all over the corpus, so reading the codes in place
-    costs a scattered row per entry and pass. Gathered once per dictionary
-    step, each pass reads them in sequence (entry p of the result is entry
-    ``col_entries[p]``: pass ``col_positions`` as the entries, and values in
-    the same order). The same rows in the same order: the same sums, bit for bit.
+
+def statistics_rows(codes, layout, n_jobs=None):
+    """(codes, entries, order): the word codes as the dictionary statistics read them.
+
+    Every statistic sums over a term's entries, which lie all over the corpus.
+    Sparse codes with few non-zero codes (`GATHER_DENSITY`) are gathered in
+    ``layout``'s term-by-term order once per dictionary step, so that every
+    pass reads them in sequence: ``entries`` is then ``col_positions`` and
+    ``order`` ``col_entries`` (values indexed by entry are passed as
+    ``values[order]``). Other codes are read in place (dense ones through a
+    view, no copy): ``entries`` is ``col_entries`` and ``order`` None. The
+    same rows in the same order either way: the same sums, bit for bit. The
+    gathered copy's memory is reused from step to step (``layout``).
     """
-    # the last gathered codes' memory is reused (fresh memory costs a page fault per 4 KiB)
-    layout.term_major = as_sparse_codes(codes, layout.indptr, n_jobs).gathered(
-        layout.col_entries, n_jobs, out=getattr(layout, "term_major", None))
-    return layout.term_major
+    codes = as_code_rows(codes, layout.indptr)
+    size = codes.n_entries * codes.n_topics
+    if codes.is_view or codes.count_nonzero() > GATHER_DENSITY * size:
+        layout.term_major = None  # its memory back, while the codes are dense
+        return codes, layout.col_entries, None
+    layout.term_major = codes.gathered(layout.col_entries, n_jobs,
+                                       out=getattr(layout, "term_major", None))
+    return layout.term_major, layout.col_positions, layout.col_entries
 
 
 def dictionary_loss(loss, layout, codes, beta, n_jobs=None):
     """F(beta): the total reconstruction loss over X's non-zeros, and the means."""
-    means = word_means(layout.indices, as_sparse_codes(codes, layout.indptr, n_jobs), np.ascontiguousarray(beta.T), n_jobs)
+    means = word_means(layout.indices, as_code_rows(codes, layout.indptr),
+                       np.ascontiguousarray(beta.T), n_jobs)
     return float(np.sum(loss.loss(layout.data, means))), means
 
 
@@ -228,7 +240,6 @@ def update_dictionary(loss, layout, codes, beta, method="auto", max_iter=10, tol
     (dense codes are stored sparse for the step: every pass then reads only
     the non-zero codes).
     """
-    codes = as_sparse_codes(codes, layout.indptr, n_jobs)
     if method == "auto":
         method = loss.dictionary_method
     if method not in ("mm", "pg"):
@@ -266,8 +277,7 @@ class NonFiniteLossError(ValueError):
 def mm_dictionary_steps(loss, layout, codes, beta, means, value, max_iter, tol, n_jobs):
     """Majorisation-minimisation steps on F (Poisson deviance); see the module docstring.
 
-    The codes are gathered term by term first (`term_major_codes`). c and the
-    first step's a = beta * (weighted sums) come from one pass over them
+    The codes are read as `statistics_rows` gives them. c and the first step's a = beta * (weighted sums) come from one pass over them
     (`mm_first_statistics`); after that, every step's F and the
     next step's a come from one pass (`mm_step_statistics`), and the compiled
     `mm_exact_rows` finds nu (warm-started from step to step) and normalises
@@ -281,10 +291,10 @@ def mm_dictionary_steps(loss, layout, codes, beta, means, value, max_iter, tol, 
     beta = np.ascontiguousarray(beta, dtype=np.float64)
     shape = beta.shape
     responsibilities, code_sums = np.empty(shape), np.empty(shape)
-    codes, entries = term_major_codes(codes, layout, n_jobs), layout.col_positions
-    mm_first_statistics(layout.col_ptr, entries, codes,
-                        _poisson_ratio(layout, means)[layout.col_entries], beta,
-                        responsibilities, code_sums, n_jobs)
+    codes, entries, order = statistics_rows(codes, layout, n_jobs)
+    ratio = _poisson_ratio(layout, means)
+    mm_first_statistics(layout.col_ptr, entries, codes, ratio if order is None else ratio[order],
+                        beta, responsibilities, code_sums, n_jobs)
     multipliers = np.full(shape[0], np.nan)
     rows = []  # our candidate buffers: at most two, one of them may hold beta
 
@@ -340,7 +350,7 @@ def _descend(step, beta, value, carried, max_iter, tol):
 
 def _pg_step(loss, layout, codes, beta, means, value, step_size, n_jobs, max_backtracks=60):
     """Projected gradient step with backtracking on the sufficient-decrease condition."""
-    grad = word_code_sums(layout.col_ptr, layout.col_entries, codes,
+    grad = word_code_sums(layout.col_ptr, layout.col_entries, as_code_rows(codes, layout.indptr),
                           np.ascontiguousarray(loss.gradient(layout.data, means)), n_jobs).T
     if step_size is None:
         scale = np.abs(grad).max()

@@ -39,7 +39,7 @@ import scipy.sparse as sp
 from stc._core._simplex import mm_update_rows
 from stc._core._sparse_ops import mm_statistics, word_code_sums
 from stc._validation import as_count_matrix
-from stc.coding import as_sparse_codes, code_documents, initial_codes
+from stc.coding import as_code_rows, code_documents, initial_codes
 from stc.dictionary import CorpusLayout, dictionary_from_draws, initial_dictionary_draws
 from stc.training import iteration_problem, step_capped_documents
 
@@ -148,7 +148,7 @@ def _first_sums(partition, loss, n_jobs):
     layout, means = partition.layout, partition.means
     ratio = np.divide(layout.data, means, out=np.zeros_like(means), where=means > 0)
     plain, weighted = word_code_sums(layout.col_ptr, layout.col_entries,
-                                     as_sparse_codes(partition.codes, partition.X.indptr, n_jobs),
+                                     as_code_rows(partition.codes, partition.X.indptr),
                                      ratio, n_jobs, with_plain=True)
     return float(np.sum(loss.loss(layout.data, means))), plain, weighted
 
@@ -156,7 +156,7 @@ def _first_sums(partition, loss, n_jobs):
 def _statistics(partition, loss, beta_t, with_sums, n_jobs):
     layout = partition.layout
     return mm_statistics(loss, layout.col_ptr, layout.col_entries, layout.data,
-                         as_sparse_codes(partition.codes, partition.X.indptr, n_jobs), beta_t,
+                         as_code_rows(partition.codes, partition.X.indptr), beta_t,
                          n_jobs, with_ratio_sums=with_sums)
 
 

@@ -54,7 +54,7 @@ import scipy.sparse as sp
 
 from stc._core._sparse_ops import mm_first_statistics, mm_step_statistics
 from stc._core._word_codes import SparseWordCodes
-from stc.coding import as_sparse_codes, code_new_documents
+from stc.coding import as_code_rows, code_new_documents
 from stc._core._simplex import mm_minimiser_rows, online_block_step
 from stc.dictionary import CorpusLayout
 from stc.training import count_capped
@@ -104,7 +104,7 @@ class BatchLayout(CorpusLayout):
     """`CorpusLayout` of a batch over the terms it contains (``terms``, sorted columns).
 
     Its term-by-term sums are (terms of the batch, K) instead of (N, K): a
-    batch of 1000 newsgroup posts holds about a third of 20 Newsgroups' terms.
+    batch holds a small part of a corpus's terms.
     """
 
     def __init__(self, X):
@@ -156,10 +156,8 @@ class TopicAverage:
     """Mean of the topics over the last batches of the last pass (Polyak-Ruppert averaging).
 
     The stochastic step's topics jitter from batch to batch with the batches'
-    noise; their mean over the last batches evens it out. On the training
-    split of 20 Newsgroups (K = 50, `benchmarks/tune_online.py`) averaging
-    over the second half of the last pass brought the validation objective
-    from 1.29 % to 0.97 % above batch learning's. Holds one (K, N) array.
+    noise; their mean over the last batches evens it out
+    (``benchmarks/results_online_tuning.md``). Holds one (K, N) array.
     """
 
     def __init__(self):
@@ -268,7 +266,7 @@ def batch_sums(X, beta, codes, means, outcome, n_jobs=None, layout=None):
     """
     if layout is None:
         layout = BatchLayout(X)
-    codes = as_sparse_codes(codes, X.indptr, n_jobs)
+    codes = as_code_rows(codes, X.indptr)
     ratio = np.divide(layout.data, means, out=np.zeros_like(means), where=means > 0)
     shape = (codes.shape[1], layout.terms.size)
     plain, responsibilities = np.empty(shape), np.empty(shape)

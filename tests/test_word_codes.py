@@ -156,3 +156,48 @@ def test_batch_learning_keeps_its_word_codes_sparse_and_reports_their_zeros(caps
     assert 0.0 < share < 1.0
     assert lines[-1].split("word-code zeros")[1].split()[0] == f"{share:.3f}"
     assert state.codes.count_nonzero() == np.count_nonzero(state.codes.toarray())
+
+
+def test_a_view_of_dense_codes_reads_them_in_place():
+    rng = np.random.default_rng(4)
+    indptr, codes = random_codes(rng, [3, 0, 5], 4, 0.5)
+    view = SparseWordCodes.view_of_dense(indptr, codes)
+    assert view.is_view and not SparseWordCodes.from_dense(indptr, codes).is_view
+    np.testing.assert_array_equal(view.toarray(), codes)
+    np.testing.assert_array_equal(view.row(4), codes[4])
+    assert view.count_nonzero() == np.count_nonzero(codes)
+    codes[0, 0] = 7.0  # no copy: the view reads the array as it is now
+    assert view.row(0)[0] == 7.0
+    np.testing.assert_array_equal(view.copy().toarray(), codes)
+    with pytest.raises(ValueError, match="view"):
+        view.assign(codes)
+    with pytest.raises(ValueError, match="view"):
+        view.gathered(np.arange(8))
+    with pytest.raises(ValueError, match="C-contiguous float64"):
+        SparseWordCodes.view_of_dense(indptr, codes.astype(np.float32))
+    X, beta = small_corpus(5)
+    problem = CodingProblem(PoissonLoss(), lambda_=0.1, gamma=0.05, rho=0.3)
+    dense, theta = initial_codes(X, beta.shape[0])
+    with pytest.raises(ValueError, match="view"):
+        code_documents(problem, X, beta, SparseWordCodes.view_of_dense(X.indptr, dense), theta)
+
+
+@pytest.mark.parametrize("gather", [0.0, 1.0], ids=["in place", "gathered"])
+def test_the_dictionary_step_reads_rows_in_place_or_gathered_with_the_same_bits(gather,
+                                                                                 monkeypatch):
+    """Sparse codes denser than `GATHER_DENSITY` are read in place, sparser ones gathered
+    term by term: both give the dense codes' dictionary step bit for bit."""
+    import stc.dictionary as dictionary
+
+    monkeypatch.setattr(dictionary, "GATHER_DENSITY", gather)
+    X, beta = small_corpus(6)
+    problem = CodingProblem(PoissonLoss(), lambda_=0.1, gamma=0.05, rho=0.3, max_iter=3)
+    dense, theta = initial_codes(X, beta.shape[0])
+    code_documents(problem, X, beta, dense, theta)
+    layout = CorpusLayout(X)
+    expected = update_dictionary(PoissonLoss(), CorpusLayout(X), dense, beta)
+    got = update_dictionary(PoissonLoss(), layout,
+                            SparseWordCodes.from_dense(X.indptr, dense), beta)
+    np.testing.assert_array_equal(got[0], expected[0])
+    assert got[1:] == expected[1:]
+    assert (getattr(layout, "term_major", None) is not None) == (gather == 1.0)

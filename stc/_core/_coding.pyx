@@ -34,7 +34,7 @@ from libc.stdlib cimport free, malloc
 
 from stc._core._simd cimport add_topic, coupling_slope, remove_topic
 from stc._core._word_codes cimport (STORE_SCRATCH, CodeRows, SparseWordCodes, load_rows,
-                                    store_rows)
+                                    release_free_memory, store_rows)
 from stc.losses._base cimport CompiledLoss
 
 import numpy as np
@@ -627,6 +627,17 @@ cdef void code_one_document(CompiledLoss loss, const CorpusView* corpus, CodeSto
                 store.dense[(start + i) * n_topics + k] = s[k * n_words + i]
 
 
+cdef CallInputs plain_call(bint warm, bint with_start) noexcept:
+    """A call that adds nothing to the documents' problems (no shift, every document swept)."""
+    cdef CallInputs call
+    call.theta_linear = NULL
+    call.active = NULL
+    call.start_means = NULL
+    call.warm = warm
+    call.with_start = with_start
+    return call
+
+
 cdef CorpusView corpus_view(X, const double[:, ::1] beta_t) except *:
     """The kernel's view of CSR ``X`` (int32 indices) and the transposed dictionary."""
     cdef const int[::1] indptr = X.indptr
@@ -733,6 +744,8 @@ cdef tuple code_corpus(CompiledLoss loss, CodingParams params, X, const double[:
                 failure_values_v[d, 4] = result[0].failure.lin
         free(work)
         free(result)
+    if store.sparse != NULL:
+        release_free_memory()  # what shrunken blocks freed (see `reserve_rows`)
     if failed[0]:
         raise MemoryError(f"could not allocate {work_size} bytes of coding work space per thread")
     if failed[1]:
@@ -771,14 +784,8 @@ def code_documents(CompiledLoss loss, CodingParams params, X, const double[:, ::
     ``with_start``, a call of one sweep (params.max_iter 1) does not evaluate
     the objective at the start codes: the start values are NaN.
     """
-    cdef CallInputs call
-    call.theta_linear = NULL
-    call.active = NULL
-    call.start_means = NULL
-    call.warm = True
-    call.with_start = with_start
     return code_corpus(loss, params, X, beta_t, code_store(codes, X, beta_t.shape[1]), theta,
-                       means, call, n_jobs)
+                       means, plain_call(True, with_start), n_jobs)
 
 
 def code_shifted_documents(CompiledLoss loss, CodingParams params, X,
@@ -797,15 +804,12 @@ def code_shifted_documents(CompiledLoss loss, CodingParams params, X,
     cdef const double[:, ::1] linear
     cdef const unsigned char[::1] active
     cdef double[::1] start_means
-    cdef CallInputs call
-    call.theta_linear = NULL
+    cdef CallInputs call = plain_call(True, shift.with_start)
     if shift.theta_linear is not None:
         linear = shift.theta_linear
         if linear.shape[0] != n_docs or linear.shape[1] != beta_t.shape[1]:
             raise ValueError(f"theta_linear must have shape ({n_docs}, {beta_t.shape[1]})")
         call.theta_linear = &linear[0, 0] if n_docs > 0 else NULL
-    call.active = NULL
-    call.start_means = NULL
     if shift.active is not None:
         active = shift.active
         if active.shape[0] != n_docs:
@@ -817,8 +821,6 @@ def code_shifted_documents(CompiledLoss loss, CodingParams params, X,
             raise ValueError(f"start_means must have one entry per stored entry "
                              f"({means.shape[0]})")
         call.start_means = &start_means[0] if means.shape[0] > 0 else NULL
-    call.warm = True
-    call.with_start = shift.with_start
     return code_corpus(loss, params, X, beta_t, code_store(codes, X, beta_t.shape[1]), theta,
                        means, call, n_jobs)
 
@@ -832,14 +834,8 @@ def code_new_documents(CompiledLoss loss, CodingParams params, X,
     needs only theta), or a dense (nnz, n_topics) array or `SparseWordCodes`
     that receives them. Takes and returns the same as `code_documents`.
     """
-    cdef CallInputs call
-    call.theta_linear = NULL
-    call.active = NULL
-    call.start_means = NULL
-    call.warm = False
-    call.with_start = True
     return code_corpus(loss, params, X, beta_t, code_store(codes, X, beta_t.shape[1]), theta,
-                       means, call, n_jobs)
+                       means, plain_call(False, True), n_jobs)
 
 
 def theta_from_codes(double mean_code, double linear, double n_words, double lam,

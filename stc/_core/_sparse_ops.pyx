@@ -10,7 +10,8 @@ thread in a fixed order.
 from cython.parallel cimport parallel, prange
 from libc.stdlib cimport free, malloc
 
-from stc._core._word_codes cimport CodeRows, EntryRow, SparseWordCodes, row_topics
+from stc._core._word_codes cimport (DENSE_ROW, CodeRows, EntryRow, SparseWordCodes,
+                                    add_scaled_row, entry_row, row_dot)
 from stc.losses._base cimport CompiledLoss
 
 import numpy as np
@@ -42,34 +43,21 @@ cdef inline void prefetch_row(const double* row, Py_ssize_t length) noexcept nog
         STC_PREFETCH(row + q)
 
 
-cdef inline void prefetch_entry(const EntryRow* rows, const int* entries, Py_ssize_t p,
-                                Py_ssize_t n_left) noexcept nogil:
+cdef inline void prefetch_entry(const CodeRows* codes, const int* entries, Py_ssize_t p,
+                                Py_ssize_t n_left, Py_ssize_t n_topics) noexcept nogil:
     """Ask early for the row of the entry PREFETCH_DISTANCE / 2 ahead and the index further on."""
     cdef const EntryRow* ahead
+    if codes.dense != NULL:  # a dense row's place follows from its entry
+        if p + PREFETCH_DISTANCE // 2 < n_left:
+            prefetch_row(codes.dense + entries[p + PREFETCH_DISTANCE // 2] * n_topics, n_topics)
+        return
     if p + PREFETCH_DISTANCE < n_left:
-        STC_PREFETCH(&rows[entries[p + PREFETCH_DISTANCE]])
+        STC_PREFETCH(&codes.rows[entries[p + PREFETCH_DISTANCE]])
     if p + PREFETCH_DISTANCE // 2 < n_left:
-        ahead = &rows[entries[p + PREFETCH_DISTANCE // 2]]
+        ahead = &codes.rows[entries[p + PREFETCH_DISTANCE // 2]]
         if ahead.count > 0:
             prefetch_row(ahead.values, ahead.count + (ahead.count + 1) // 2)
 
-
-cdef inline double row_dot(const EntryRow* row, const double* weights) noexcept nogil:
-    """sum_k codes[k] weights[k] over the row's non-zero codes, in topic order."""
-    cdef const int* topics = row_topics(row)
-    cdef double acc = 0.0
-    cdef Py_ssize_t q
-    for q in range(row.count):
-        acc = acc + row.values[q] * weights[topics[q]]
-    return acc
-
-
-cdef inline void add_scaled_codes(double* out, const EntryRow* row, double scale) noexcept nogil:
-    """out[k] += scale * codes[k] for the row's non-zero codes."""
-    cdef const int* topics = row_topics(row)
-    cdef Py_ssize_t q
-    for q in range(row.count):
-        out[topics[q]] += scale * row.values[q]
 
 from stc._core._openmp import resolve_n_jobs
 
@@ -80,8 +68,9 @@ def word_means(const int[::1] indices, SparseWordCodes codes not None, const dou
 
     ``beta_t`` is the dictionary transposed, (n_features, n_topics).
     """
-    cdef const EntryRow* rows = codes.stored_rows().rows
+    cdef const CodeRows* rows = codes.stored_rows()
     cdef Py_ssize_t nnz = codes.n_entries, n_topics = codes.n_topics, j
+    cdef EntryRow row
     cdef int n_threads = resolve_n_jobs(n_jobs)
     if indices.shape[0] != nnz or beta_t.shape[1] != n_topics:
         raise ValueError("indices and beta_t must match the codes' entries and topics")
@@ -91,7 +80,8 @@ def word_means(const int[::1] indices, SparseWordCodes codes not None, const dou
         for j in prange(nnz, schedule="static", num_threads=n_threads):
             if j + PREFETCH_DISTANCE < nnz:
                 prefetch_row(&beta_t[indices[j + PREFETCH_DISTANCE], 0], n_topics)
-            out_v[j] = row_dot(&rows[j], &beta_t[indices[j], 0])
+            row = entry_row(rows, j, n_topics)
+            out_v[j] = row_dot(&row, &beta_t[indices[j], 0], n_topics)
     return out
 
 
@@ -104,8 +94,9 @@ def word_code_sums(const int[::1] col_ptr, const int[::1] col_entries, SparseWor
     may be empty, meaning all ones. With ``with_plain`` the unweighted sums
     come from the same pass over the codes: returns (plain, weighted).
     """
-    cdef const EntryRow* rows = codes.stored_rows().rows
+    cdef const CodeRows* rows = codes.stored_rows()
     cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.n_topics, n, p, j
+    cdef EntryRow row
     cdef int n_threads = resolve_n_jobs(n_jobs)
     cdef bint weighted = weights.shape[0] > 0
     cdef Py_ssize_t n_entries = col_entries.shape[0]
@@ -121,18 +112,19 @@ def word_code_sums(const int[::1] col_ptr, const int[::1] col_entries, SparseWor
         for n in prange(n_features, schedule="dynamic", chunksize=TERM_CHUNK,
                         num_threads=n_threads):
             for p in range(col_ptr[n], col_ptr[n + 1]):
-                prefetch_entry(rows, &col_entries[0], p, n_entries)
+                prefetch_entry(rows, &col_entries[0], p, n_entries, n_topics)
                 j = col_entries[p]
-                add_scaled_codes(&out_v[n, 0], &rows[j], weights[j] if weighted else 1.0)
+                row = entry_row(rows, j, n_topics)
+                add_scaled_row(&out_v[n, 0], &row, weights[j] if weighted else 1.0, n_topics)
                 if with_plain:  # the row is in cache now
-                    add_scaled_codes(&plain_v[n, 0], &rows[j], 1.0)
+                    add_scaled_row(&plain_v[n, 0], &row, 1.0, n_topics)
     return (plain, out) if with_plain else out
 
 
 cdef double term_mm_pass(CompiledLoss loss, const int* entries, Py_ssize_t count,
-                        const double* data, bint by_entry, const EntryRow* rows,
-                        const double* topic_weights, double* sums, Py_ssize_t n_entries_left,
-                        bint with_loss) noexcept nogil:
+                        const double* data, bint by_entry, const CodeRows* rows,
+                        Py_ssize_t n_topics, const double* topic_weights, double* sums,
+                        Py_ssize_t n_entries_left, bint with_loss) noexcept nogil:
     """One term of `mm_statistics`: returns sum_j loss(y_j, mean_j) over its entries.
 
     With ``sums`` (K doubles, accumulated into) adds (y_j / mean_j) codes[j]
@@ -142,20 +134,40 @@ cdef double term_mm_pass(CompiledLoss loss, const int* entries, Py_ssize_t count
     by term are read in sequence, where data[j] is a cache miss per entry.
     Without ``with_loss`` the loss is not evaluated (0 is returned).
     """
-    cdef Py_ssize_t p
-    cdef double acc = 0.0, mean, y
-    cdef const EntryRow* row
-    for p in range(count):
-        prefetch_entry(rows, entries, p, n_entries_left)
-        if by_entry and p + PREFETCH_DISTANCE < n_entries_left:
-            STC_PREFETCH(&data[entries[p + PREFETCH_DISTANCE]])
-        row = &rows[entries[p]]
-        mean = row_dot(row, topic_weights)
-        y = data[entries[p]] if by_entry else data[p]
-        if with_loss:
-            acc = acc + loss._loss(y, mean)
-        if sums != NULL and mean > 0.0:
-            add_scaled_codes(sums, row, y / mean)
+    cdef Py_ssize_t p = 0, q, k, group
+    cdef double acc = 0.0, y, m0, m1, m2, m3
+    cdef double means[4]
+    cdef EntryRow group_rows[4]
+    cdef const double* w = topic_weights
+    while p < count:
+        group = count - p if count - p < 4 else 4
+        for q in range(group):
+            prefetch_entry(rows, entries, p + q, n_entries_left, n_topics)
+            if by_entry and p + q + PREFETCH_DISTANCE < n_entries_left:
+                STC_PREFETCH(&data[entries[p + q + PREFETCH_DISTANCE]])
+            group_rows[q] = entry_row(rows, entries[p + q], n_topics)
+        if group == 4 and (group_rows[0].count == DENSE_ROW and group_rows[1].count == DENSE_ROW
+                           and group_rows[2].count == DENSE_ROW
+                           and group_rows[3].count == DENSE_ROW):
+            # dense rows: four serial chains of K additions, overlapped (each mean summed
+            # in topic order as `row_dot` sums it: the same bits)
+            m0 = m1 = m2 = m3 = 0.0
+            for k in range(n_topics):
+                m0 = m0 + group_rows[0].values[k] * w[k]
+                m1 = m1 + group_rows[1].values[k] * w[k]
+                m2 = m2 + group_rows[2].values[k] * w[k]
+                m3 = m3 + group_rows[3].values[k] * w[k]
+            means[0], means[1], means[2], means[3] = m0, m1, m2, m3
+        else:
+            for q in range(group):
+                means[q] = row_dot(&group_rows[q], w, n_topics)
+        for q in range(group):
+            y = data[entries[p + q]] if by_entry else data[p + q]
+            if with_loss:
+                acc = acc + loss._loss(y, means[q])
+            if sums != NULL and means[q] > 0.0:
+                add_scaled_row(sums, &group_rows[q], y / means[q], n_topics)
+        p += group
     return acc
 
 
@@ -173,7 +185,7 @@ def mm_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1] col_
     thread count. ``beta_t`` is the dictionary transposed, (n_features, K).
     `mm_step_statistics` is the same pass in the (K, N) layout of beta.
     """
-    cdef const EntryRow* rows = codes.stored_rows().rows
+    cdef const CodeRows* rows = codes.stored_rows()
     cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.n_topics, n
     cdef int n_threads = resolve_n_jobs(n_jobs)
     cdef Py_ssize_t n_entries = col_entries.shape[0]
@@ -187,7 +199,7 @@ def mm_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1] col_
         for n in prange(n_features, schedule="dynamic", chunksize=TERM_CHUNK,
                         num_threads=n_threads):
             term_v[n] = term_mm_pass(loss, &col_entries[col_ptr[n]], col_ptr[n + 1] - col_ptr[n],
-                                     &data[0], True, rows, &beta_t[n, 0],
+                                     &data[0], True, rows, n_topics, &beta_t[n, 0],
                                      &sums_v[n, 0] if with_ratio_sums else NULL,
                                      n_entries - col_ptr[n], True)
     return float(np.sum(term_losses)), (sums if with_ratio_sums else None)
@@ -240,7 +252,7 @@ def mm_step_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1]
     Without ``with_loss`` F is not evaluated (NaN is returned): online
     learning's step needs a only, and the loss costs a logarithm per entry.
     """
-    cdef const EntryRow* rows = codes.stored_rows().rows
+    cdef const CodeRows* rows = codes.stored_rows()
     cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.n_topics, n, k
     if col_data.shape[0] != codes.n_entries or col_entries.shape[0] != codes.n_entries:
         raise ValueError("col_data and col_entries must hold one value per code row")
@@ -277,7 +289,7 @@ def mm_step_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1]
                 n = first + t
                 term_v[n] = term_mm_pass(
                     loss, &col_entries[col_ptr[n]], col_ptr[n + 1] - col_ptr[n],
-                    &col_data[col_ptr[n]], False, rows, weights + t * n_topics,
+                    &col_data[col_ptr[n]], False, rows, n_topics, weights + t * n_topics,
                     sums + t * n_topics if with_sums else NULL, n_entries - col_ptr[n],
                     with_loss)
             if with_sums:
@@ -303,8 +315,9 @@ def mm_first_statistics(const int[::1] col_ptr, const int[::1] col_entries,
     ``columns`` as `mm_step_statistics`' (the outputs are then (K, terms of
     the layout)).
     """
-    cdef const EntryRow* rows = codes.stored_rows().rows
+    cdef const CodeRows* rows = codes.stored_rows()
     cdef Py_ssize_t n_features = col_ptr.shape[0] - 1, n_topics = codes.n_topics, n, p, j, k
+    cdef EntryRow row
     if ratios.shape[0] != codes.n_entries or col_entries.shape[0] != codes.n_entries:
         raise ValueError("ratios and col_entries must hold one value per code row")
     cdef const Py_ssize_t[::1] column = _beta_columns(beta, columns, n_topics, n_features)
@@ -333,12 +346,13 @@ def mm_first_statistics(const int[::1] col_ptr, const int[::1] col_entries,
             for t in range(count):
                 n = first + t
                 for p in range(col_ptr[n], col_ptr[n + 1]):
-                    prefetch_entry(rows, &col_entries[0], p, n_entries)
+                    prefetch_entry(rows, &col_entries[0], p, n_entries, n_topics)
                     if p + PREFETCH_DISTANCE < n_entries:
                         STC_PREFETCH(&ratios[col_entries[p + PREFETCH_DISTANCE]])  # a miss too
                     j = col_entries[p]
-                    add_scaled_codes(weighted + t * n_topics, &rows[j], ratios[j])
-                    add_scaled_codes(plain + t * n_topics, &rows[j], 1.0)
+                    row = entry_row(rows, j, n_topics)
+                    add_scaled_row(weighted + t * n_topics, &row, ratios[j], n_topics)
+                    add_scaled_row(plain + t * n_topics, &row, 1.0, n_topics)
             for k in range(n_topics):
                 for t in range(count):
                     a_v[k, first + t] = beta[k, column[first + t]] * weighted[t * n_topics + k]

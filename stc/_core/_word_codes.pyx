@@ -16,7 +16,22 @@ from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memset
 
 cdef extern from *:
+    """
+    #if defined(__GLIBC__)
+    #include <malloc.h>
+    /* Hand the heap's free pages back to the system: documents' blocks shrink as a fit's
+       codes grow sparser, and glibc keeps what they freed in its arenas otherwise. */
+    static void stc_release_free_memory(void) { malloc_trim(0); }
+    #else
+    static void stc_release_free_memory(void) {}
+    #endif
+    """
     void __builtin_prefetch(const void* address) noexcept nogil
+    void stc_release_free_memory() noexcept nogil
+
+
+cdef void release_free_memory() noexcept nogil:
+    stc_release_free_memory()
 
 import numpy as np
 
@@ -35,6 +50,9 @@ cdef void load_rows(const CodeRows* codes, Py_ssize_t start, Py_ssize_t n_words,
         if row.count == CONSTANT_ROW:
             for k in range(n_topics):
                 s[k * n_words + i] = codes.value
+        elif row.count == DENSE_ROW:
+            for k in range(n_topics):
+                s[k * n_words + i] = row.values[k]
         else:
             topics = row_topics(row)
             for q in range(row.count):
@@ -265,6 +283,9 @@ cdef class SparseWordCodes:
         free(self.codes.rows)
 
     cdef CodeRows* writable_rows(self) except NULL:
+        if self.dense is not None:
+            raise ValueError("a view of dense word codes cannot be coded in place: code the "
+                             "dense array itself")
         return &self.codes
 
     cdef const CodeRows* stored_rows(self) except NULL:
@@ -272,6 +293,33 @@ cdef class SparseWordCodes:
         if has_constant_rows(&self.codes, self.n_entries):
             self.assign(self.toarray())
         return &self.codes
+
+    @classmethod
+    def view_of_dense(cls, indptr, codes):
+        """The dense C-contiguous float64 (nnz, K) ``codes`` as rows the statistics read, in place.
+
+        No copy: the view keeps ``codes`` alive and reads it as it is (its
+        zeros included). It cannot be coded in place or refilled.
+        """
+        if not (isinstance(codes, np.ndarray) and codes.dtype == np.float64 and codes.ndim == 2
+                and codes.flags.c_contiguous):
+            raise ValueError("codes must be a C-contiguous float64 (nnz, K) array")
+        cdef SparseWordCodes view = cls(indptr, max(codes.shape[1], 1))
+        if codes.shape != view.shape:
+            raise ValueError(f"codes must have shape {view.shape}, got {codes.shape}")
+        cdef const double[:, ::1] rows = codes
+        cdef Py_ssize_t j
+        for j in range(view.n_entries):
+            view.codes.rows[j].values = <double*> &rows[j, 0]
+            view.codes.rows[j].count = DENSE_ROW
+        view.codes.dense = &rows[0, 0] if view.n_entries > 0 else NULL
+        view.dense = codes
+        return view
+
+    @property
+    def is_view(self):
+        """True for a view of dense codes (`view_of_dense`)."""
+        return self.dense is not None
 
     @property
     def shape(self):
@@ -284,7 +332,8 @@ cdef class SparseWordCodes:
 
     @property
     def counts(self):
-        """Non-zero codes per entry (-1 for an entry still at the start value): int32 array."""
+        """Non-zero codes per entry (-1 for an entry still at the start value, -2 for a row of
+        a view of dense codes): int32 array."""
         out = np.empty(self.n_entries, dtype=np.int32)
         cdef int[::1] out_v = out
         cdef Py_ssize_t j
@@ -294,6 +343,8 @@ cdef class SparseWordCodes:
 
     def count_nonzero(self):
         """Non-zero word codes in all (the K codes of a start-value row count if it is not 0)."""
+        if self.dense is not None:
+            return int(np.count_nonzero(self.dense))
         counts = self.counts
         return int(np.sum(counts[counts >= 0], dtype=np.int64)
                    + np.count_nonzero(counts < 0) * self.n_topics)
@@ -307,6 +358,8 @@ cdef class SparseWordCodes:
     def nbytes(self):
         """Bytes held: the documents' blocks (their capacity) and the index of rows and blocks."""
         cdef Py_ssize_t d, total = 0
+        if self.dense is not None:  # the rows are the dense array's
+            total = self.dense.nbytes // sizeof(double) - self.n_documents
         for d in range(self.n_documents):
             if self.codes.blocks[d] != NULL:
                 total += 1 + <Py_ssize_t> self.codes.blocks[d][0]
@@ -324,6 +377,9 @@ cdef class SparseWordCodes:
         cdef Py_ssize_t q
         if row.count == CONSTANT_ROW:
             out[:] = self.codes.value
+        elif row.count == DENSE_ROW:
+            for q in range(self.n_topics):
+                out_v[q] = row.values[q]
         else:
             topics = row_topics(row)
             for q in range(row.count):
@@ -345,6 +401,9 @@ cdef class SparseWordCodes:
                 if row.count == CONSTANT_ROW:
                     for k in range(n_topics):
                         out_v[j, k] = value
+                elif row.count == DENSE_ROW:
+                    for k in range(n_topics):
+                        out_v[j, k] = row.values[k]
                 else:
                     topics = row_topics(row)
                     for q in range(row.count):
@@ -357,6 +416,7 @@ cdef class SparseWordCodes:
 
     def assign(self, codes, n_jobs=None):
         """Replace every code by the dense (nnz, K) array ``codes`` (stored sparse)."""
+        self.writable_rows()  # not a view
         codes = np.asarray(codes)
         if codes.shape != (self.n_entries, self.n_topics):
             raise ValueError(f"codes must have shape {(self.n_entries, self.n_topics)}, "
@@ -396,6 +456,8 @@ cdef class SparseWordCodes:
         ``out``, earlier gathered codes of as many entries, is refilled if its
         block is large enough (fresh memory costs a page fault per 4 KiB).
         """
+        if self.dense is not None:
+            raise ValueError("a view of dense word codes is read in place, not gathered")
         cdef const EntryRow* rows = self.stored_rows().rows
         order = np.ascontiguousarray(order, dtype=np.intc)
         if order.ndim != 1 or (order.size and (order.min() < 0
@@ -433,7 +495,9 @@ cdef class SparseWordCodes:
         return other
 
     def copy(self):
-        """An independent copy (its own blocks)."""
+        """An independent copy (its own blocks; of a view: the codes stored sparse)."""
+        if self.dense is not None:
+            return SparseWordCodes.from_dense(self.indptr, self.dense)
         cdef SparseWordCodes other = SparseWordCodes(self.indptr, self.n_topics,
                                                      self.codes.value)
         cdef const long long[::1] indptr = self.indptr

@@ -69,12 +69,10 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     rho : float, default=0.02
         Weight of the penalty on word codes s, in the units ``rho_units`` says.
         The defaults (``rho=0.02``, ``rho_units="relative"``,
-        ``theta_penalty="l1"``) are the knee of the sparsity-accuracy frontier
-        measured on 20 Newsgroups at K = 50: the sparsest setting within 2
-        points of the best accuracy (73 % zero test word codes, 0.662 with a
-        LinearSVC on the document codes; ``benchmarks/results_sparsity.md``).
-        The paper's setting, the defaults before, is ``STC(rho=0.01,
-        rho_units="absolute", theta_penalty="l2", sweeps_per_iteration=None)``.
+        ``theta_penalty="l1"``) are the sparsest setting measured within 2
+        points of the best accuracy (``benchmarks/results_sparsity.md``). The
+        paper's setting is ``STC(rho=0.01, rho_units="absolute",
+        theta_penalty="l2", sweeps_per_iteration=None)``.
     rho_units : {"relative", "absolute"}, default="relative"
         ``"absolute"``: ``rho`` is the weight in objective (2), the paper's
         parameterisation. ``"relative"``: ``rho`` is a weight relative to the
@@ -113,32 +111,26 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Batch learning: coding sweeps per document in each outer iteration,
         warm-started from the codes of the last one. Every sweep decreases
         objective (2), and the codes converge with the topics over the outer
-        iterations; on 20 Newsgroups at K = 50 one sweep reaches the
-        objective of the paper's exact coding step in about three quarters
-        of the time. None: each outer iteration codes every document until
-        ``inner_tol`` or ``inner_max_iter``: the paper's algorithm, and the
-        only one before this parameter existed.
+        iterations (docs/algorithms.md). None: each outer iteration codes
+        every document until ``inner_tol`` or ``inner_max_iter``, the
+        paper's algorithm.
     n_jobs : int or None, default=None
         Threads for the kernels (None: 1, -1: all). Results do not depend on it.
     random_state : int, RandomState or None, default=None
         Seeds the initial topics.
     init : {"auto", "random", "nndsvd"}, default="auto"
         The starting topics. ``"random"``: each topic a few randomly drawn
-        documents mixed with the corpus distribution (the only start before
-        this parameter). ``"nndsvd"`` (in-memory batch learning only; online
+        documents mixed with the corpus distribution. ``"nndsvd"`` (in-memory
+        batch learning only; online
         and Dask learning start from their first batch or partitions and
         refuse it): from a truncated SVD of the counts, each topic the
         non-negative part of a singular vector (NNDSVD;
         `stc.dictionary.nndsvd_dictionary`). ``"auto"``: ``"nndsvd"`` for
         in-memory batch learning with ``n_topics >= 50``
-        (`stc.dictionary.NNDSVD_MIN_TOPICS`), ``"random"`` otherwise. On a
-        validation part of the 20 Newsgroups training split NNDSVD fitted to
-        codes 2-4 points more accurate than the draws at K = 50 and 100 (at
-        K = 50 with more coherent topics and a higher held-out likelihood
-        too); at K = 20 and 30 the draws were as accurate or more, with a
-        higher likelihood (docs: "Topic quality"). The SVD runs in BLAS: a
-        fit from it is the same for any ``n_jobs``, but its last bits may
-        differ between BLAS builds.
+        (`stc.dictionary.NNDSVD_MIN_TOPICS`), ``"random"`` otherwise: the
+        start that fitted the more accurate codes at each size (docs/quality.md,
+        "Initialisation"). The SVD runs in BLAS: a fit from it is the same
+        for any ``n_jobs``, but its last bits may differ between BLAS builds.
     verbose : int, default=0
         When > 0, print progress to stderr. Batch learning: one line per
         outer iteration (objective, share of zero codes, elapsed and
@@ -166,12 +158,9 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         the usual conditions for stochastic approximation to converge.
     learning_offset : float, default=10.0
         tau0 in rho_t (above); larger values give early batches less weight.
-        The online defaults (batch_size, learning_decay, learning_offset,
-        topic_averaging) were tuned on the training split of 20 Newsgroups at
-        K = 50: the schedule at the paper's setting
-        (``benchmarks/results_online_tuning.md``), batch_size and
-        learning_offset again at STC's defaults, by the accuracy of an SVM on
-        the codes (``benchmarks/results_online_tuning_defaults.md``).
+        How the online defaults were chosen:
+        ``benchmarks/results_online_tuning.md`` and
+        ``benchmarks/results_online_tuning_defaults.md``.
     n_passes : int, default=3
         Passes over the documents made by ``fit`` and ``fit_stream`` with
         online learning (``max_iter`` and ``tol`` apply to batch learning).

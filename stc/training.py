@@ -65,9 +65,8 @@ def iteration_problem(problem, sweeps):
     The paper codes every document to convergence in each outer iteration.
     Stopping after one sweep (warm-started from the last iteration's codes)
     still decreases objective (2) in every iteration, and the codes converge
-    with the topics over the outer iterations: on 20 Newsgroups at K = 50 the
-    fit reaches the paper-style fit's objective in about 25 % less time
-    (benchmarks/results_peers.md). A sweep that stops at the cap has not
+    with the topics over the outer iterations, in less time than the paper's
+    step (docs/algorithms.md). A sweep that stops at the cap has not
     "failed", so such steps report no capped documents.
     """
     return problem if sweeps is None else problem.with_max_iter(min(sweeps, problem.max_iter))

@@ -107,33 +107,23 @@ class MedSTC(ClassifierMixin, STC):
     ``sweeps_per_iteration`` is then the number of shifted-mean sweeps per
     batch.
 
-    ``rho=0.02, rho_units="relative"`` is the knee of MedSTC's
-    sparsity-accuracy frontier measured on 20 Newsgroups at K = 50: the
-    sparsest setting within 2 points of the best accuracy (49 % zero test word
-    codes at 0.798 accuracy, against 2.5 % at 0.816 with the paper's rho;
-    ``benchmarks/results_sparsity.md``; the classifier refitted with
-    ``refit_C=3e6`` there). The paper's parameterisation, the defaults
-    before, is ``MedSTC(rho=0.01, rho_units="absolute",
+    ``rho=0.02, rho_units="relative"`` is the sparsest setting measured
+    within 2 points of the best accuracy (``benchmarks/results_sparsity.md``).
+    The paper's parameterisation is ``MedSTC(rho=0.01, rho_units="absolute",
     sweeps_per_iteration=None, tol=1e-4)``.
 
-    ``tol=5e-3``: after about ten outer iterations MedSTC's objective (4)
-    falls by 0.1-0.5 % an iteration, unevenly (the safeguard's rejections),
-    while the classifier's accuracy has stopped improving; STC's 1e-4 then
-    ran every fit to ``max_iter``. On a validation part of the 20 Newsgroups
-    training split (K = 20, 50, 100; seeds 0-2 at K = 50, 0-1 otherwise) 5e-3
-    stopped after 10-17 iterations, converged, with the same accuracy (mean
-    +0.04 points) in about 80 % of the time (``docs/algorithms.md``,
-    "Choosing MedSTC's parameters").
+    ``tol=5e-3``: late in a fit objective (4) still falls a little every
+    iteration, unevenly (the safeguard's rejections), while the classifier
+    has stopped improving; STC's 1e-4 would run every fit to ``max_iter``
+    (docs/algorithms.md, "Choosing MedSTC's parameters").
 
     Parameters
     ----------
     C : float, default=30000.0
         Weight of the averaged multi-class hinge loss. C and ``lambda_``
         have to grow together; the defaults of C, ``lambda_`` and refit_C were
-        chosen together by cross-validation on the 20 Newsgroups training
-        split at the paper's rho = 0.01 (see ``docs/algorithms.md``, "Choosing
-        MedSTC's parameters"); the frontier's cross-validation (at rho =
-        0.001 in relative units) chose the same C and ``lambda_``.
+        chosen together by cross-validation (``docs/algorithms.md``,
+        "Choosing MedSTC's parameters").
         The hinge is averaged over documents while objective (2) sums over
         them, so on a much larger or smaller corpus a C scaled with the
         number of documents is a natural first try. With
@@ -152,10 +142,8 @@ class MedSTC(ClassifierMixin, STC):
         As in `STC`: coding sweeps per document in each outer iteration
         (after the first, with the shifted mean; the safeguard judges the
         step the sweeps made). None codes every document until ``inner_tol``,
-        the paper's step and the only one before this parameter. Chosen on a
-        validation part of the 20 Newsgroups training split (K = 50, three
-        seeds): 2 sweeps gave 0.868 accuracy against 0.859 for the exact step
-        and 0.852 for one sweep, in about 80 % of the exact step's time.
+        the paper's step. How 2 was chosen: ``docs/algorithms.md``, "Choosing
+        MedSTC's parameters".
     refit_C : "auto", float or None, default="auto"
         After the loop, the training documents are coded again without labels,
         exactly as `transform` codes new documents, and eta is refitted on
@@ -163,9 +151,9 @@ class MedSTC(ClassifierMixin, STC):
         loop's eta is trained on codes pulled towards their labels by the
         shifted mean, which test codes never get. ``"auto"`` follows the
         scale of the codes: C = REFIT_C_SCALE / mean_d ||theta_d||^2 over those
-        codes (``REFIT_C_SCALE`` = 5e6, in ``stc.supervised.medstc``): at
-        the paper's rho = 0.01 on 20 Newsgroups (K = 50) that is 2.996e6, the
-        3e6 that cross-validation chose there. The value used is ``refit_C_``.
+        codes (``REFIT_C_SCALE``, in ``stc.supervised.medstc``, matches the C
+        that cross-validation chose at the paper's setting). The value used
+        is ``refit_C_``.
         Codes scaled by a then get C / a^2: the same classifier up to the
         factor 1 / a, and the same predictions, so the default needs no
         cross-validation per setting. A number is used as it is. None keeps
@@ -174,14 +162,10 @@ class MedSTC(ClassifierMixin, STC):
     batch_size : int, default=512
         As in `STC` (online learning), with MedSTC's own default.
     n_passes : int, default=2
-        As in `STC` (online learning), with MedSTC's own default. With STC's
-        online defaults (256 documents, 3 passes) online MedSTC took more
-        CPU time than batch MedSTC on 20 Newsgroups (K = 50; each document is
-        coded from a cold start in every pass). ``batch_size=512,
-        n_passes=2`` is the fastest setting measured on a validation part of
-        the training split within half a point of batch MedSTC's validation
-        accuracy (0.888 against 0.889, in about half of its CPU time; one
-        pass: 0.876 in a third; ``benchmarks/results_medstc_online_tuning.md``).
+        As in `STC` (online learning), with MedSTC's own default:
+        ``batch_size=512, n_passes=2`` is the fastest setting measured within
+        half a point of batch MedSTC's validation accuracy
+        (``benchmarks/results_medstc_online_tuning.md``).
     total_samples : int or None, default=None
         Online learning: D, the number of training documents the hinge of
         (4) averages over, which sets the shifted mean's weight C / D. None:

@@ -215,7 +215,32 @@ def zero_code_fraction(codes):
     """The share of word codes that are exactly 0 (dense or `SparseWordCodes` codes)."""
     if isinstance(codes, SparseWordCodes):
         return codes.zero_fraction()
-    return float(np.mean(codes == 0)) if codes.size else 0.0
+    return 1.0 - np.count_nonzero(codes) / codes.size if codes.size else 0.0
+
+
+# Word codes with more non-zero codes than this share are stored dense once two coding
+# steps in a row left them so: a sparse row takes 12 bytes per code and is found through
+# an index, and the dictionary step gathers sparse rows only below this share
+# (`stc.dictionary.GATHER_DENSITY`). The first steps of a fit are denser than the rest,
+# so one dense step alone does not switch.
+SPARSE_STORAGE_DENSITY = 0.25
+
+
+class CodeStorage:
+    """Keeps batch learning's word codes sparse or dense, by the share of non-zero codes."""
+
+    def __init__(self, n_jobs=None):
+        self.n_jobs, self.dense_steps = n_jobs, 0
+
+    def __call__(self, codes, indptr):
+        """``codes`` after a coding step, in the storage their density calls for."""
+        sparse = isinstance(codes, SparseWordCodes)
+        density = 1.0 - zero_code_fraction(codes)
+        if density <= SPARSE_STORAGE_DENSITY:
+            self.dense_steps = 0
+            return codes if sparse else SparseWordCodes.from_dense(indptr, codes, self.n_jobs)
+        self.dense_steps += 1
+        return codes.toarray(self.n_jobs) if sparse and self.dense_steps >= 2 else codes
 
 
 def as_code_rows(codes, indptr):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stc.coding import code_documents, zero_code_fraction
+from stc.coding import CodeStorage, code_documents, zero_code_fraction
 from stc.dictionary import CorpusLayout, update_dictionary
 
 
@@ -41,6 +41,8 @@ class TrainingState:
 class CodingStep:
     """STC's coding step: every document coded by the kernel, warm-started.
 
+    The word codes are stored sparse or dense by their density (`CodeStorage`).
+
     Returns the penalty part of objective (2) (its value minus the loss) and
     the means the dictionary step starts from. ``sweeps``: at most that many
     coding sweeps per document (see `iteration_problem`); None codes every
@@ -50,10 +52,12 @@ class CodingStep:
     def __init__(self, problem, n_jobs=None, sweeps=None):
         self.problem, self.n_jobs = iteration_problem(problem, sweeps), n_jobs
         self.sweeps = sweeps
+        self.storage = CodeStorage(n_jobs)
 
     def __call__(self, state, iteration):
         result = code_documents(self.problem, state.X, state.beta, state.codes, state.theta,
                                 n_jobs=self.n_jobs, with_start=False)
+        state.codes = self.storage(state.codes, state.X.indptr)
         state.capped_documents = step_capped_documents(result, self.problem, self.sweeps)
         with np.errstate(invalid="ignore"):  # inf - inf: the dictionary step explains it
             return float(np.sum(result.objective) - np.sum(result.loss)), result.means

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 import stc
 from stc._core._word_codes import SparseWordCodes
-from stc.coding import (CodingProblem, code_documents, code_new_documents, initial_codes,
-                        transposed)
+from stc.coding import (SPARSE_STORAGE_DENSITY, CodeStorage, CodingProblem, code_documents,
+                        code_new_documents, initial_codes, zero_code_fraction)
 from stc.dictionary import CorpusLayout, update_dictionary
 from stc.losses import GaussianLoss, PoissonLoss
 
@@ -135,8 +135,9 @@ def test_dictionary_step_on_sparse_codes_gives_the_bits_of_dense_codes():
 
 
 def test_batch_learning_keeps_its_word_codes_sparse_and_reports_their_zeros(capsys):
-    """The batch learner's state holds `SparseWordCodes` from the start (the start value,
-    unstored) to the end, and the progress lines report their share of zeros."""
+    """The batch learner's state starts with `SparseWordCodes` (the start value, unstored),
+    ends in the storage the codes' density calls for, and the progress lines report their
+    share of zeros."""
     from stc.learners import LearningOptions, batch
 
     X = stc.STC()._validate_X(stc.datasets.load_newsgroups("train").data[:80], reset=True,
@@ -151,11 +152,30 @@ def test_batch_learning_keeps_its_word_codes_sparse_and_reports_their_zeros(caps
     lines = [line for line in (captured.out + captured.err).splitlines()
              if "word-code zeros" in line]
     assert len(lines) == 3
-    assert isinstance(state.codes, SparseWordCodes)
-    share = state.codes.zero_fraction()
+    share = zero_code_fraction(state.codes)
     assert 0.0 < share < 1.0
+    assert isinstance(state.codes, SparseWordCodes) == (1.0 - share <= SPARSE_STORAGE_DENSITY)
     assert lines[-1].split("word-code zeros")[1].split()[0] == f"{share:.3f}"
-    assert state.codes.count_nonzero() == np.count_nonzero(state.codes.toarray())
+
+
+def test_code_storage_follows_the_density_of_the_codes():
+    """Sparse while at most SPARSE_STORAGE_DENSITY of the codes are non-zero; dense after two
+    denser steps in a row (one dense step, as a fit's first, does not switch); the same
+    values either way."""
+    rng = np.random.default_rng(7)
+    indptr, sparse_codes = random_codes(rng, [4, 3, 5], 10, 0.9)
+    _, dense_codes = random_codes(rng, [4, 3, 5], 10, 0.2)
+    storage = CodeStorage()
+    first = storage(SparseWordCodes.from_dense(indptr, dense_codes), indptr)
+    assert isinstance(first, SparseWordCodes)  # one dense step
+    second = storage(first, indptr)
+    assert isinstance(second, np.ndarray)
+    np.testing.assert_array_equal(second, dense_codes)
+    assert isinstance(storage(second, indptr), np.ndarray)
+    back = storage(sparse_codes, indptr)
+    assert isinstance(back, SparseWordCodes)
+    np.testing.assert_array_equal(back.toarray(), sparse_codes)
+    assert storage.dense_steps == 0
 
 
 def test_a_view_of_dense_codes_reads_them_in_place():

@@ -420,15 +420,30 @@ cdef inline void load_document(const double* beta_t, Py_ssize_t n_topics, const 
     contiguous, a few cache lines per word, where the (K, N) layout costs one
     cache miss per weight (a third of the kernel's time outside the solver).
     """
-    cdef Py_ssize_t i, k
+    cdef Py_ssize_t i = 0, k, q
     cdef const double* row
-    for i in range(n_words):
-        if i + LOAD_AHEAD < n_words:
-            # the rows are scattered over the whole dictionary: ask for one early
-            prefetch_row(beta_t + words[i + LOAD_AHEAD] * n_topics, n_topics)
+    cdef const double* rows[4]
+    cdef double* out
+    while i + 4 <= n_words:
+        # four words at a time: each topic's four weights go to one place in b (one
+        # cache line written where one word at a time writes K of them per word)
+        for q in range(4):
+            if i + q + LOAD_AHEAD < n_words:
+                # the rows are scattered over the whole dictionary: ask for one early
+                prefetch_row(beta_t + words[i + q + LOAD_AHEAD] * n_topics, n_topics)
+            rows[q] = beta_t + words[i + q] * n_topics
+        for k in range(n_topics):
+            out = b + k * n_words + i
+            out[0] = rows[0][k]
+            out[1] = rows[1][k]
+            out[2] = rows[2][k]
+            out[3] = rows[3][k]
+        i += 4
+    while i < n_words:
         row = beta_t + words[i] * n_topics
         for k in range(n_topics):
             b[k * n_words + i] = row[k]
+        i += 1
 
 
 cdef inline void exact_means(const double* s, const double* b, Py_ssize_t n_words,

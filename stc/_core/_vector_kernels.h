@@ -138,6 +138,9 @@ static void stc_add_topic_scalar(ptrdiff_t n, const double* b, const double* s, 
 #include <arm_neon.h>
 #endif
 
+/* Words per chunk of the coupling sums' terms (a multiple of every W). */
+#define STC_COUPLING_CHUNK 64
+
 /* Unaligned loads and stores through a vector type that may alias double (one move each,
    as the compilers' own unaligned intrinsics are defined). */
 #define STC_LOAD(VD, p) (*(const VD##u*)(p))
@@ -256,32 +259,39 @@ TARGET static int stc_gaussian_##SUFFIX(ptrdiff_t n, const double* y, const doub
                               curvature);                                                     \
 }                                                                                             \
                                                                                               \
+/* The terms are computed W words at a time into a chunk, then added in word order by a    \
+   plain loop over memory: three independent chains of additions, one per word each, which \
+   bound the pass (read out of vector registers lane by lane, GCC spills a running sum to   \
+   the stack and lengthens its chain). */                                                  \
 TARGET static double stc_coupling_##SUFFIX(ptrdiff_t n, const double* s_k,                     \
                                            const double* curvatures, double t, double gamma,  \
                                            double quad, double* curvature, double* code_sum) { \
     double slope = 0.0, curv = 0.0, sum = 0.0;                                                \
-    ptrdiff_t i, j;                                                                           \
-    for (i = 0; i + W <= n; i += W) {                                                         \
-        VD xv = STC_LOAD(VD, s_k + i), cv = STC_LOAD(VD, curvatures + i);                     \
-        VD slope_terms = 2.0 * gamma * (t - xv);                                              \
-        VD zero = {0.0}, flat_terms = zero + 2.0 * gamma;                                                \
-        VD curv_terms = STC_SELECT(VD, VI, xv > 0.0,                                          \
-                                   2.0 * gamma * (1.0 - 2.0 * gamma / (cv + 2.0 * quad)),     \
-                                   flat_terms);                                               \
-        for (j = 0; j < W; j++) {              /* in word order, as the scalar loop */        \
-            sum = sum + xv[j];                                                                \
-            slope += slope_terms[j];                                                          \
-            curv += curv_terms[j];                                                            \
+    double slopes[STC_COUPLING_CHUNK], curvs[STC_COUPLING_CHUNK];                             \
+    ptrdiff_t first, i, size;                                                                 \
+    for (first = 0; first < n; first += STC_COUPLING_CHUNK) {                                 \
+        const double* xs = s_k + first;                                                       \
+        const double* cs = curvatures + first;                                                \
+        size = n - first < STC_COUPLING_CHUNK ? n - first : STC_COUPLING_CHUNK;               \
+        for (i = 0; i + W <= size; i += W) {                                                  \
+            VD xv = STC_LOAD(VD, xs + i), cv = STC_LOAD(VD, cs + i);                          \
+            VD zero = {0.0}, flat_terms = zero + 2.0 * gamma;                                 \
+            STC_STORE(VD, slopes + i, 2.0 * gamma * (t - xv));                                \
+            STC_STORE(VD, curvs + i,                                                          \
+                      STC_SELECT(VD, VI, xv > 0.0,                                            \
+                                 2.0 * gamma * (1.0 - 2.0 * gamma / (cv + 2.0 * quad)),       \
+                                 flat_terms));                                                \
         }                                                                                     \
-    }                                                                                         \
-    for (j = i; j < n; j++) {                                                                 \
-        double xj = s_k[j];                                                                   \
-        sum = sum + xj;                                                                       \
-        slope += 2.0 * gamma * (t - xj);                                                      \
-        if (xj > 0.0)                                                                         \
-            curv += 2.0 * gamma * (1.0 - 2.0 * gamma / (curvatures[j] + 2.0 * quad));         \
-        else                                                                                  \
-            curv += 2.0 * gamma;                                                              \
+        for (; i < size; i++) {                                                               \
+            slopes[i] = 2.0 * gamma * (t - xs[i]);                                            \
+            curvs[i] = xs[i] > 0.0 ? 2.0 * gamma * (1.0 - 2.0 * gamma / (cs[i] + 2.0 * quad)) \
+                                   : 2.0 * gamma;                                             \
+        }                                                                                     \
+        for (i = 0; i < size; i++) {           /* in word order, as the scalar loop */        \
+            sum = sum + xs[i];                                                                \
+            slope += slopes[i];                                                               \
+            curv += curvs[i];                                                                 \
+        }                                                                                     \
     }                                                                                         \
     *curvature = curv;                                                                        \
     *code_sum = sum;                                                                          \

@@ -168,15 +168,7 @@ def update_topic_block(loss, y, b, docs, codes_k, means, theta_k, linear_k, quad
         safe_t = np.where(same_side, t, safe_t)
         high = np.where(iterating & (slope > 0.0), t, high)
         low = np.where(iterating & ~(slope > 0.0), t, low)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t_new = t - slope / curv
-            if step > 0:  # past the minimiser: aim a little short (OVERSHOOT_NUDGE)
-                past = (slope > 0.0) != (start_slope > 0.0)
-                t_new = np.where(past, t - (1.0 + OVERSHOOT_NUDGE) * slope / curv, t_new)
-        to_zero = (t_new <= 0.0) & (low == 0.0) & (t > 0.0)
-        outside = ~to_zero & ((t_new < low) | (t_new > high))
-        bisect = np.where(np.isfinite(high), 0.5 * (low + high), 2.0 * low + 1.0)
-        t_new = np.where(to_zero, 0.0, np.where(outside, bisect, t_new))
+        t_new = theta_newton_step(t, slope, curv, start_slope if step > 0 else None, low, high)
         small = iterating & (np.abs(t_new - t) <= 1e-10 * t)
         converged |= small
         iterating &= ~small
@@ -196,6 +188,25 @@ def update_topic_block(loss, y, b, docs, codes_k, means, theta_k, linear_k, quad
             except PluginFailure as failure:
                 raise failure.within(entries)
     return x, rests + b * x, t, passes
+
+
+def theta_newton_step(t, slope, curv, start_slope, low, high):
+    """The safeguarded Newton step of `update_topic_block` from theta_k = ``t``.
+
+    ``start_slope`` is None on the first step; later, where the slope's sign
+    differs from it (past the minimiser), the step aims a little short
+    (OVERSHOOT_NUDGE). A step that leaves the bracket [low, high] bisects it
+    (doubles low when high is infinite), one to 0 from above stops at 0.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_new = t - slope / curv
+        if start_slope is not None:  # past the minimiser: aim a little short
+            past = (slope > 0.0) != (start_slope > 0.0)
+            t_new = np.where(past, t - (1.0 + OVERSHOOT_NUDGE) * slope / curv, t_new)
+    to_zero = (t_new <= 0.0) & (low == 0.0) & (t > 0.0)
+    outside = ~to_zero & ((t_new < low) | (t_new > high))
+    bisect = np.where(np.isfinite(high), 0.5 * (low + high), 2.0 * low + 1.0)
+    return np.where(to_zero, 0.0, np.where(outside, bisect, t_new))
 
 
 def code_documents(loss, params, X, beta, codes, theta, means, theta_linear=None, active=None):

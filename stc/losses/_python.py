@@ -2,7 +2,7 @@
 
 A pure-Python loss cannot be called from the nogil coding kernel; the
 estimators code its documents with a numpy implementation of the same sweep
-(`stc._core.numpy_coding`), which calls these vectorised methods once per
+(`stc._core.reference`), which calls these vectorised methods once per
 topic per sweep for all words of all documents at once.
 """
 import numpy as np
@@ -24,7 +24,7 @@ class PythonLoss:
 
     name = "python"
     mean_domain = (-np.inf, np.inf)
-    # Coded by the numpy twin of the kernel; dictionary step by projected
+    # Coded by the numpy reference of the kernel; dictionary step by projected
     # gradient ("mm" is valid only for the Poisson deviance).
     runs_in_kernel = False
     dictionary_method = "pg"

@@ -260,6 +260,11 @@ def _add_model_options(parser):
     model.add_argument("--random-state", type=_number(int, 0), metavar="SEED",
                        help="seed of the initial topics; give one for a repeatable fit "
                             f"({_default('random_state')}, a fresh seed each run)")
+    _add_online_options(parser)
+    _add_medstc_options(parser)
+
+
+def _add_online_options(parser):
     online = parser.add_argument_group(
         "online learning (with --learning-method online)",
         "Mini-batches in a few passes: the word codes of one batch in memory at a time, "
@@ -281,6 +286,9 @@ def _add_model_options(parser):
     online.add_argument("--topic-averaging", type=_number(float, 0), metavar="X",
                         help="share of the last pass whose topics are averaged, in [0, 1] "
                              f"({_default('topic_averaging')})")
+
+
+def _add_medstc_options(parser):
     supervised = parser.add_argument_group("MedSTC options (with --model medstc)")
     supervised.argument_default = argparse.SUPPRESS
     supervised.add_argument("--C", dest="C", type=_number(float, 0, low_inclusive=False),
@@ -330,6 +338,14 @@ def build_parser():
         sub.set_defaults(handler=globals()[f"_run_{name}"])
         return sub
 
+    for add in (_add_fit_command, _add_topics_command, _add_transform_command,
+                _add_evaluate_command, _add_report_command, _add_info_command):
+        add(command)
+    return parser
+
+
+def _add_fit_command(command):
+    """The ``fit`` sub-parser, made by ``command`` (see `build_parser`)."""
     fit = command("fit", "fit a model on DATA and save it",
                   "Fit STC or MedSTC on DATA and save the model to MODEL. Progress (iteration, "
                   "objective, sparsity, elapsed and remaining time) goes to stderr unless -q.")
@@ -340,6 +356,9 @@ def build_parser():
     _add_threads(fit)
     _add_data_options(fit, for_fit=True)
 
+
+def _add_topics_command(command):
+    """The ``topics`` sub-parser."""
     topics = command("topics", "print the top words of every topic",
                      "Print the highest-weight terms of every topic with their weights, one "
                      "topic a line.")
@@ -347,6 +366,9 @@ def build_parser():
     topics.add_argument("-n", "--words", type=_number(int, 1), default=10, metavar="N",
                         help="words shown per topic (default: 10)")
 
+
+def _add_transform_command(command):
+    """The ``transform`` sub-parser."""
     transform = command("transform", "write the codes of DATA's documents",
                         "Code DATA's documents with the model's topics and write the document "
                         "codes (and the word codes with --word-codes) to OUT. Text is read "
@@ -363,6 +385,9 @@ def build_parser():
     _add_threads(transform)
     _add_data_options(transform, for_fit=False)
 
+
+def _add_evaluate_command(command):
+    """The ``evaluate`` sub-parser."""
     evaluate = command("evaluate", "score the model on DATA",
                        "MedSTC: accuracy and confusion matrix on DATA's labelled documents. "
                        "STC (no classifier: DATA's labels, if any, are not used): the "
@@ -375,6 +400,9 @@ def build_parser():
     _add_threads(evaluate)
     _add_data_options(evaluate, for_fit=False)
 
+
+def _add_report_command(command):
+    """The ``report`` sub-parser."""
     report = command("report", "write an HTML report of the model on DATA",
                      "Write one self-contained HTML page (no network needed to view it) "
                      "describing the model on DATA's documents: fit summary, each topic's top "
@@ -392,13 +420,15 @@ def build_parser():
     _add_threads(report)
     _add_data_options(report, for_fit=False)
 
+
+def _add_info_command(command):
+    """The ``info`` sub-parser."""
     info = command("info", "say what a model file holds",
                    "Check a model file (format version, checksum) and describe it: model, "
                    "parameters, vocabulary, classes, fitted attributes.")
     info.add_argument("model", metavar="MODEL", help="model file written by stc fit")
     info.add_argument("--json", action="store_true",
                       help="print the file's metadata as JSON instead (default: off)")
-    return parser
 
 
 # ---------------------------------------------------------------------------

@@ -6,8 +6,8 @@ loss, objective (2)'s weights and penalty kinds, the sweep's stopping rule);
 `code_documents` (warm start, used while training) and `code_new_documents` (cold
 start, used by ``transform``) code a corpus with it. A loss that runs in the
 compiled kernel (``loss.runs_in_kernel``) is coded by the nogil kernel
-`stc._core._coding`, in parallel; a pure-Python loss by its numpy twin
-`stc._core.numpy_coding`, which mirrors it function for function.
+`stc._core._coding`, in parallel; a pure-Python loss by the kernel's numpy reference
+`stc._core.reference`, which mirrors it function for function.
 """
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from stc._core import _coding, numpy_coding
+from stc._core import _coding, reference
 from stc._core._word_codes import SparseWordCodes
 from stc._core._constants import BLOCK_NEWTON_STEPS, PENALTIES
 from stc.losses._python import loss_failure_message
@@ -195,8 +195,8 @@ def code_documents(problem, X, beta, codes, theta, *, theta_linear=None, active=
         dense = codes.toarray() if sparse else codes
         if keep_start_means:
             start_means[:] = np.sum(dense * beta.T[X.indices], axis=1)
-        arrays = numpy_coding.code_documents(loss, problem.params, X, beta, dense, theta, means,
-                                             theta_linear, active)
+        arrays = reference.code_documents(loss, problem.params, X, beta, dense, theta, means,
+                                          theta_linear, active)
         if sparse:
             codes.assign(dense)
     result = _result(arrays, means, loss, X)._replace(start_means=start_means)
@@ -278,8 +278,8 @@ def code_new_documents(problem, X, beta, *, keep_word_codes=False, n_jobs=None, 
                                             codes, theta, means, n_jobs)
     else:
         dense = np.empty((X.nnz, n_topics)) if keep_word_codes == "sparse" else codes
-        arrays = numpy_coding.code_new_documents(loss, problem.params, X, beta, dense, theta,
-                                                 means)
+        arrays = reference.code_new_documents(loss, problem.params, X, beta, dense, theta,
+                                              means)
         if keep_word_codes == "sparse":
             codes.assign(dense)
     return theta, codes, _result(arrays, means, loss, X)
@@ -326,19 +326,9 @@ def segment_objectives(problem, X, beta, old_codes, new_codes, old_theta, new_th
                                           transposed(beta) if beta_t is None else beta_t,
                                           (old_codes, old_theta), (new_codes, new_theta),
                                           rows, steps, n_jobs)
-    # A pure-Python loss: form the trial codes of the listed documents.
-    sub = X[rows]
-    selected = np.zeros(X.shape[0], dtype=bool)
-    selected[rows] = True
-    # rows are increasing, so the selected entries come in sub's order
-    entries = np.flatnonzero(np.repeat(selected, np.diff(X.indptr)))
-    sub_doc = np.repeat(np.arange(rows.size), np.diff(sub.indptr))
-    step_of_entry = steps[sub_doc][:, None]
-    trial_codes = old_codes[entries] + step_of_entry * (new_codes[entries] - old_codes[entries])
-    trial_theta = old_theta[rows] + steps[:, None] * (new_theta[rows] - old_theta[rows])
-    means = np.sum(trial_codes * beta.T[sub.indices], axis=1)
-    return numpy_coding.document_objective(loss, sub, sub_doc, means, trial_codes, trial_theta,
-                                           None, problem.params)
+    # A pure-Python loss: the reference forms the trial codes of the listed documents.
+    return reference.segment_objectives(loss, problem.params, X, beta, (old_codes, old_theta),
+                                        (new_codes, new_theta), rows, steps)
 
 
 def document_objectives(problem, X, beta, codes, theta, n_jobs=None):

@@ -22,7 +22,7 @@ weight rho_t = (learning_offset + t) ** -learning_decay:
 and the topics minimise sum_n (C_kn beta_kn - A_kn log beta_kn) on the
 simplex. Only the batch's terms get new statistics, so the step solves for
 them alone and moves the other terms of a topic together: beta_kn = r_k x
-(their old beta) off the batch (`stc._core._simplex.online_block_step`).
+(their old beta) off the batch (`stc._core._simplex.OnlineBlock`).
 Within that family the minimiser is exact (beta_kn = A_kn / (C_kn + nu_k) on
 the batch's terms, r_k from the others' sums sum A_kn and sum C_kn beta_kn),
 and it costs K x (terms of the batch) divisions instead of K x N per Newton
@@ -55,7 +55,8 @@ import scipy.sparse as sp
 from stc._core._sparse_ops import mm_first_statistics, mm_step_statistics
 from stc._core._word_codes import SparseWordCodes
 from stc.coding import as_code_rows, code_new_documents
-from stc._core._simplex import mm_minimiser_rows, online_block_step
+from stc._core._simplex import (OnlineBlock, mm_minimiser_rows, online_block_finish,
+                                online_block_solve, online_block_start)
 from stc.dictionary import CorpusLayout
 from stc.training import count_capped
 
@@ -303,21 +304,18 @@ def stochastic_dictionary_step(beta, statistics, rho, n_docs, terms, sums, respo
     # The compiled step works row by row: the past's weight falls to 1 - rho in
     # place, the batch's part enters on its terms only, and the row is
     # minimised over the batch's terms plus one common scale of the others.
-    terms = np.ascontiguousarray(terms, dtype=np.intp)
-    in_batch = np.zeros(beta.shape[1], dtype=np.uint8)
-    in_batch[terms] = 1
-    kept_responsibilities = np.empty((beta.shape[0], terms.size))
-    others = np.empty((beta.shape[0], 4))
+    block = OnlineBlock(terms, beta.shape[0], beta.shape[1], float(rho), float(n_docs))
+    online_block_start(beta, statistics.responsibilities, statistics.code_sums, block, plain,
+                       n_jobs)
+    plain = None
     for step in range(max_steps):
-        online_block_step(beta, statistics.responsibilities, statistics.code_sums,
-                          statistics.multipliers, terms, in_batch, responsibilities,
-                          plain if step == 0 else np.empty((0, 0)),
-                          kept_responsibilities, others, float(rho), float(n_docs), step == 0,
-                          step + 1 == max_steps, 100, n_jobs)
-        plain = responsibilities = None
+        online_block_solve(beta, statistics.responsibilities, statistics.code_sums,
+                           statistics.multipliers, block, responsibilities, 100, n_jobs)
+        responsibilities = None
         if step + 1 < max_steps:
             # The batch's responsibilities at the new topics, for the next MM step.
-            responsibilities = responsibilities_at(beta, terms)
+            responsibilities = responsibilities_at(beta, block.terms)
+    online_block_finish(beta, block, n_jobs)
     return statistics
 
 

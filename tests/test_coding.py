@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
 
 from stc._core._coding import theta_from_codes
-from stc._core.numpy_coding import common_start_value
-from stc._core.numpy_coding import theta_update
+from stc._core.reference import common_start_value, theta_update
 from stc.coding import (CodingProblem, code_documents, code_new_documents, initial_codes,
                         stc_objective)
 from stc.losses import BernoulliLoss, GaussianLoss, PoissonLoss, PythonLoss
@@ -691,7 +690,7 @@ def test_auto_start_is_the_best_common_value(loss_name, theta_penalty, code_pena
     """A new document starts at argmin_c of its objective with all codes = c.
 
     Checked against scipy's bounded scalar minimiser, on the compiled kernel
-    (max_iter=0 returns the start) and on its numpy twin.
+    (max_iter=0 returns the start) and on its numpy reference.
     """
     from scipy.optimize import minimize_scalar
 

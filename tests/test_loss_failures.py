@@ -26,7 +26,7 @@ POINT = re.compile(rf"at y={NUMBER}, mean={NUMBER}")
 
 
 class PythonNaNWindow(PythonLoss):
-    """NaNWindowLoss written with numpy: runs the numpy twin of the kernel."""
+    """NaNWindowLoss written with numpy: runs the numpy reference of the kernel."""
 
     name = "python_nan_window"
 

@@ -13,7 +13,8 @@ from stc import STC
 from stc.coding import CodingProblem, code_new_documents
 from stc.dictionary import CorpusLayout, update_dictionary
 from stc.losses import get_loss
-from stc._core._simplex import online_block_step
+from stc._core._simplex import (OnlineBlock, online_block_finish, online_block_solve,
+                                online_block_start)
 from stc.online import (NEW_TERM_SHARE, OnlineStatistics, introduce_new_terms, learn_from_batch,
                         learning_rate, simplex_minimiser)
 
@@ -79,15 +80,14 @@ def _block_step_problem(seed, n_terms=40, batch_terms=(2, 3, 5, 11, 12, 30)):
 
 
 def _run_block_step(beta, stats, terms, plain, weighted, rho, n_docs):
-    in_batch = np.zeros(beta.shape[1], dtype=np.uint8)
-    in_batch[terms] = 1
-    others = np.empty((beta.shape[0], 4))
+    block = OnlineBlock(terms, beta.shape[0], beta.shape[1], rho, n_docs)
     # the batch's responsibilities at the topics it was coded with: beta * weighted sums
     batch_responsibilities = np.ascontiguousarray(beta[:, terms] * weighted.T)
-    online_block_step(beta, stats.responsibilities, stats.code_sums, stats.multipliers, terms,
-                      in_batch, batch_responsibilities, np.ascontiguousarray(plain.T),
-                      np.empty((beta.shape[0], terms.size)), others,
-                      rho, n_docs, True, True)
+    online_block_start(beta, stats.responsibilities, stats.code_sums, block,
+                       np.ascontiguousarray(plain.T))
+    online_block_solve(beta, stats.responsibilities, stats.code_sums, stats.multipliers, block,
+                       batch_responsibilities)
+    online_block_finish(beta, block)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

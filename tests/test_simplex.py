@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from stc._core._simplex import project_onto_simplex, project_rows_onto_simplex
+from stc._core.reference import project_onto_simplex as reference_projection
 from stc.dictionary import simplex_multiplier
 from stc.supervised import svm as svm_module
 
@@ -21,19 +22,6 @@ from stc.supervised import svm as svm_module
 # ---------------------------------------------------------------------------
 # Simplex projection
 # ---------------------------------------------------------------------------
-def reference_projection(v, radius):
-    """Sort-based projection onto {x >= 0, sum x = radius} (Duchi et al. 2008).
-
-    With u sorted in decreasing order, the support size is the largest r with
-    u_r - (sum_{i<=r} u_i - radius) / r > 0 and the threshold is
-    (sum_{i<=r} u_i - radius) / r.
-    """
-    u = np.sort(v)[::-1]
-    partial = np.cumsum(u) - radius
-    r = np.arange(1, v.size + 1)
-    support = np.flatnonzero(u - partial / r > 0)[-1]
-    threshold = partial[support] / (support + 1)
-    return np.maximum(v - threshold, 0.0)
 
 @st.composite
 def vectors(draw, max_size=200):

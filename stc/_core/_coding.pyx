@@ -16,17 +16,19 @@ The per-word loops of a topic's pass (the loss's closed form, the coupling
 sums, the means without topic k and back) run at the vector level that
 `stc._core._simd` chose for this CPU; every level gives the same bits.
 
-Word codes are stored densely per observed word, aligned with the CSR
-non-zeros of X: row j of `codes` is the code of the j-th stored entry.
-While a document is coded, its word codes and the topic weights of its words
+Word codes are kept per observed word, aligned with the CSR non-zeros of X:
+row j of `codes` is the code of the j-th stored entry, stored sparse
+(`stc._core._word_codes.SparseWordCodes`: its non-zero codes and their
+topics) or dense (an (nnz, K) array). While a document is coded, its word codes and the topic weights of its words
 live in a per-thread work buffer laid out topic by topic (K x n_words), so
 every pass over a topic's words reads contiguous memory and never gathers
 from the (K x N) dictionary again.
 
 The coding problem (penalty weights, penalty kinds, tolerances) travels as
 one `CodingParams` struct, built from `stc.coding.CodingProblem`. The numpy
-twin `stc._core.numpy_coding` mirrors every function here under the same
-name; both read their constants from `stc._core._constants`.
+reference `stc._core.reference` mirrors every function here under the same
+name (tests/test_reference.py holds them together); both read their constants
+from `stc._core._constants`.
 """
 from cython.parallel cimport parallel, prange
 from libc.math cimport INFINITY, NAN, fabs, isfinite

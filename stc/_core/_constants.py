@@ -1,4 +1,4 @@
-"""Constants of the coding sweep, read by the compiled kernel and its numpy twin alike."""
+"""Constants of the coding sweep, read by the compiled kernel and its numpy reference alike."""
 
 # Penalty codes passed to the kernels (`CodingProblem.theta_penalty` / `code_penalty`).
 PENALTY_L1 = 0

@@ -573,55 +573,127 @@ def mm_minimiser_rows(const double[:, ::1] beta, const double[:, ::1] responsibi
     return out
 
 
-def online_block_step(double[:, ::1] beta, double[:, ::1] responsibilities,
-                      double[:, ::1] code_sums, double[::1] multipliers,
-                      const Py_ssize_t[::1] terms, const unsigned char[::1] in_batch,
-                      const double[:, ::1] batch_responsibilities, const double[:, ::1] plain,
-                      double[:, ::1] kept, double[:, ::1] others, double rho, double n_docs,
-                      bint first, bint last, int max_iter=100, n_jobs=None):
+cdef class OnlineBlock:
+    """A batch's terms in online learning's dictionary step, and what the step keeps.
+
+    Topic k's row of beta is split into the batch's ``terms`` (intp, among
+    beta's N columns) and the other terms, which move together: beta_n = r_k
+    x (their beta before the batch). Per topic the block keeps the past's
+    responsibilities on the batch's terms (``kept``, (K, terms)) and the one
+    entry that stands for the other terms: its a (``other_responsibility``,
+    the sum of A over them), its c (``other_cost``, sum C beta / their mass),
+    their mass before the batch (``start_mass``) and now (``mass``), (K,)
+    each. ``rho`` is the batch's weight and ``n_docs`` its size.
+    `online_block_start`, `online_block_solve` and `online_block_finish` are
+    the step's three parts.
+    """
+    cdef readonly object terms, in_batch, kept, other_responsibility, other_cost
+    cdef readonly object start_mass, mass
+    cdef readonly double rho, n_docs
+
+    def __init__(self, terms, Py_ssize_t n_topics, Py_ssize_t n_features, double rho,
+                 double n_docs):
+        self.terms = np.ascontiguousarray(terms, dtype=np.intp)
+        if self.terms.ndim != 1 or (self.terms.size and (
+                self.terms.min() < 0 or self.terms.max() >= n_features)):
+            raise ValueError(f"OnlineBlock: terms must be 1-D, in [0, {n_features})")
+        self.in_batch = np.zeros(n_features, dtype=np.uint8)
+        self.in_batch[self.terms] = 1
+        self.kept = np.empty((n_topics, self.terms.size))
+        self.other_responsibility = np.empty(n_topics)
+        self.other_cost = np.empty(n_topics)
+        self.start_mass = np.empty(n_topics)
+        self.mass = np.empty(n_topics)
+        self.rho, self.n_docs = rho, n_docs
+
+
+cdef check_block(OnlineBlock block, beta, statistics=(), batch_sums=None):
+    """ValueError unless ``beta``, the (K, N) ``statistics`` and the (K, terms) ``batch_sums``
+    fit the block."""
+    n_topics, n = block.kept.shape[0], block.in_batch.shape[0]
+    if beta.shape[0] != n_topics or beta.shape[1] != n or any(
+            s.shape[0] != n_topics or s.shape[1] != n for s in statistics) or (
+            batch_sums is not None and (batch_sums.shape[0] != n_topics
+                                        or batch_sums.shape[1] != block.kept.shape[1])):
+        raise ValueError(f"online block step: beta and the statistics must be ({n_topics}, "
+                         f"{n}), the batch's sums ({n_topics}, {block.kept.shape[1]})")
+
+
+def online_block_start(double[:, ::1] beta, double[:, ::1] responsibilities,
+                       double[:, ::1] code_sums, OnlineBlock block not None,
+                       const double[:, ::1] plain, n_jobs=None):
+    """The first part of online learning's dictionary step on a batch: the batch enters.
+
+    A and C (``responsibilities`` and ``code_sums``, (K, N), in place) are
+    scaled by 1 - rho, the block's entry for the other terms is set from them
+    (one pass over the row), the batch's code sums ``plain`` ((K, terms))
+    enter C on its terms (C += rho * plain / n_docs) and the block keeps A
+    on them. Topics in parallel.
+    """
+    check_block(block, beta, (responsibilities, code_sums), plain)
+    cdef Py_ssize_t n_topics = beta.shape[0], n = beta.shape[1], k, i, t
+    cdef const Py_ssize_t[::1] terms = block.terms
+    cdef const unsigned char[::1] in_batch = block.in_batch
+    cdef double[:, ::1] kept = block.kept
+    cdef double[::1] other_a = block.other_responsibility, other_c = block.other_cost
+    cdef double[::1] start_mass = block.start_mass, mass = block.mass
+    cdef double rho = block.rho, n_docs = block.n_docs, decay = 1.0 - rho
+    cdef double sum_a, sum_cb, sum_mass
+    cdef int n_threads = resolve_n_jobs(n_jobs)
+    with nogil:
+        for k in prange(n_topics, schedule="static", num_threads=n_threads):
+            sum_a = 0.0
+            sum_cb = 0.0
+            sum_mass = 0.0
+            for i in range(n):
+                responsibilities[k, i] = responsibilities[k, i] * decay
+                code_sums[k, i] = code_sums[k, i] * decay
+                if not in_batch[i]:
+                    sum_a = sum_a + responsibilities[k, i]
+                    sum_cb = sum_cb + code_sums[k, i] * beta[k, i]
+                    sum_mass = sum_mass + beta[k, i]
+            if sum_mass > 0.0:
+                other_a[k] = sum_a
+                other_c[k] = sum_cb / sum_mass
+            else:  # no mass off the batch: an entry that never gets any
+                other_a[k] = 0.0
+                other_c[k] = INFINITY
+            start_mass[k] = sum_mass
+            mass[k] = sum_mass
+            for t in range(terms.shape[0]):
+                code_sums[k, terms[t]] = rho * (plain[k, t] / n_docs) + code_sums[k, terms[t]]
+                kept[k, t] = responsibilities[k, terms[t]]
+
+
+def online_block_solve(double[:, ::1] beta, double[:, ::1] responsibilities,
+                       const double[:, ::1] code_sums, double[::1] multipliers,
+                       OnlineBlock block not None, const double[:, ::1] batch_responsibilities,
+                       int max_iter=100, n_jobs=None):
     """One MM step of online learning's dictionary step on a batch's terms, in place.
 
-    Topic k's row of beta is split into the batch's ``terms`` (B, marked in
-    ``in_batch``) and the other terms, which move together: beta_n = r_k x
-    (their beta before the batch) off B. The step is the exact minimiser of
-    the surrogate sum_n (C_kn beta_n - A_kn log beta_n) over that family on
-    the simplex: the other terms enter as one more entry with a = sum A_kn
-    and c = sum C_kn beta_kn / u over them, u their mass before the batch
-    (its minimiser r u: the derivative of r P - Q log r), so `minimiser_row`
-    runs on len(B) + 1 entries instead of N. ``others`` (K, 4) holds per
-    topic that entry's a, c, u and its current mass.
-
-    On the ``first`` step of a batch, A and C (``responsibilities`` and
-    ``code_sums``, (K, N)) are scaled by 1 - rho and ``others`` is set (one
-    pass over the row), the batch's code sums enter C on its terms
-    (C += rho * plain / n_docs) and ``kept`` (K, len(terms)) receives A on
-    them; every step sets A = kept + (rho / n_docs) * a on the terms, with
-    ``batch_responsibilities`` the batch's a = beta * (MM sums) at the current
-    topics ((K, len(terms)), like ``plain``: rows read in order;
+    Sets A = kept + (rho / n_docs) a on the batch's terms, with
+    ``batch_responsibilities`` the batch's a = beta * (MM sums) at the
+    current topics ((K, terms), rows read in order;
     `stc._core._sparse_ops.mm_first_statistics` and `mm_step_statistics`
-    with their ``columns``), and solves; the ``last`` step scales the other
-    terms by r (a second pass). Topics in parallel.
+    with their ``columns``), and minimises the surrogate
+    sum_n (C_kn beta_n - A_kn log beta_n) over the block's family on the
+    simplex: the other terms enter as the block's one entry (its minimiser
+    r u is the derivative of r P - Q log r), so `minimiser_row` runs on
+    terms + 1 entries instead of N. The batch's terms of beta and the
+    block's ``mass`` receive the solution; ``multipliers`` (K,) the new nu.
+    `online_block_finish` moves the other terms. Topics in parallel.
     """
-    cdef Py_ssize_t n_topics = beta.shape[0], n = beta.shape[1], n_terms = terms.shape[0]
-    cdef Py_ssize_t k, i, t, size = n_terms + 1
-    if (responsibilities.shape[0] != n_topics or responsibilities.shape[1] != n
-            or code_sums.shape[0] != n_topics or code_sums.shape[1] != n
-            or multipliers.shape[0] != n_topics or in_batch.shape[0] != n
-            or batch_responsibilities.shape[0] != n_topics
-            or batch_responsibilities.shape[1] != n_terms
-            or kept.shape[0] != n_topics or kept.shape[1] != n_terms
-            or others.shape[0] != n_topics or others.shape[1] != 4
-            or (first and (plain.shape[0] != n_topics or plain.shape[1] != n_terms))):
-        raise ValueError("online_block_step: statistics must be (K, N), in_batch (N,), the "
-                         "batch's sums and kept (K, terms), others (K, 4) and "
-                         "multipliers (K,)")
-    for t in range(n_terms):
-        if terms[t] < 0 or terms[t] >= n or not in_batch[terms[t]]:
-            raise ValueError(f"online_block_step: term {terms[t]} out of range [0, {n}) "
-                             "or not marked in in_batch")
+    check_block(block, beta, (responsibilities, code_sums), batch_responsibilities)
+    if multipliers.shape[0] != beta.shape[0]:
+        raise ValueError(f"multipliers must have one entry per topic ({beta.shape[0]})")
+    cdef const Py_ssize_t[::1] terms = block.terms
+    cdef const double[:, ::1] kept = block.kept
+    cdef const double[::1] other_a = block.other_responsibility, other_c = block.other_cost
+    cdef double[::1] mass = block.mass
+    cdef Py_ssize_t n_topics = beta.shape[0], n_terms = terms.shape[0], k, t
+    cdef Py_ssize_t size = n_terms + 1
+    cdef double weight = block.rho / block.n_docs
     cdef int n_threads = resolve_n_jobs(n_jobs)
-    cdef double decay = 1.0 - rho, weight = rho / n_docs
-    cdef double other_a, other_cb, other_mass, ratio
     cdef double* work
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     with nogil, parallel(num_threads=n_threads):
@@ -632,47 +704,42 @@ def online_block_step(double[:, ::1] beta, double[:, ::1] responsibilities,
         for k in prange(n_topics, schedule="static"):
             if work == NULL:
                 continue
-            if first:
-                other_a = 0.0
-                other_cb = 0.0
-                other_mass = 0.0
-                for i in range(n):
-                    responsibilities[k, i] = responsibilities[k, i] * decay
-                    code_sums[k, i] = code_sums[k, i] * decay
-                    if not in_batch[i]:
-                        other_a = other_a + responsibilities[k, i]
-                        other_cb = other_cb + code_sums[k, i] * beta[k, i]
-                        other_mass = other_mass + beta[k, i]
-                if other_mass > 0.0:
-                    others[k, 0] = other_a
-                    others[k, 1] = other_cb / other_mass
-                else:  # no mass off the batch: an entry that never gets any
-                    others[k, 0] = 0.0
-                    others[k, 1] = INFINITY
-                others[k, 2] = other_mass
-                others[k, 3] = other_mass
-                for t in range(n_terms):
-                    code_sums[k, terms[t]] = rho * (plain[k, t] / n_docs) + code_sums[k, terms[t]]
-                    kept[k, t] = responsibilities[k, terms[t]]
             for t in range(n_terms):
                 responsibilities[k, terms[t]] = batch_responsibilities[k, t] * weight + kept[k, t]
                 work[t] = responsibilities[k, terms[t]]
                 work[size + t] = code_sums[k, terms[t]]
                 work[2 * size + t] = beta[k, terms[t]]
-            work[n_terms] = others[k, 0]
-            work[size + n_terms] = others[k, 1]
-            work[2 * size + n_terms] = others[k, 3]
+            work[n_terms] = other_a[k]
+            work[size + n_terms] = other_c[k]
+            work[2 * size + n_terms] = mass[k]
             multipliers[k] = minimiser_row(work, work + size, work + 2 * size, work + 3 * size,
                                            size, max_iter, multipliers[k], work + 4 * size,
                                            work + 5 * size)
             for t in range(n_terms):
                 beta[k, terms[t]] = work[3 * size + t]
-            others[k, 3] = work[3 * size + n_terms]
-            if last and others[k, 2] > 0.0 and others[k, 3] != others[k, 2]:
-                ratio = others[k, 3] / others[k, 2]
-                for i in range(n):
-                    if not in_batch[i]:
-                        beta[k, i] = beta[k, i] * ratio
+            mass[k] = work[3 * size + n_terms]
         free(work)
     if failed[0]:
         raise MemoryError("could not allocate the work space of the MM minimiser")
+
+
+def online_block_finish(double[:, ::1] beta, OnlineBlock block not None, n_jobs=None):
+    """The last part of online learning's dictionary step: the other terms move, in place.
+
+    Each topic's terms off the batch are scaled by r = mass / start mass (the
+    block's), so that they hold the mass `online_block_solve` gave them.
+    Topics in parallel.
+    """
+    check_block(block, beta)
+    cdef const unsigned char[::1] in_batch = block.in_batch
+    cdef const double[::1] start_mass = block.start_mass, mass = block.mass
+    cdef Py_ssize_t n_topics = beta.shape[0], n = beta.shape[1], k, i
+    cdef double ratio
+    cdef int n_threads = resolve_n_jobs(n_jobs)
+    with nogil:
+        for k in prange(n_topics, schedule="static", num_threads=n_threads):
+            if start_mass[k] > 0.0 and mass[k] != start_mass[k]:
+                ratio = mass[k] / start_mass[k]
+                for i in range(n):
+                    if not in_batch[i]:
+                        beta[k, i] = beta[k, i] * ratio

@@ -122,17 +122,17 @@ def word_code_sums(const int[::1] col_ptr, const int[::1] col_entries, SparseWor
 
 
 cdef double term_mm_pass(CompiledLoss loss, const int* entries, Py_ssize_t count,
-                        const double* data, bint by_entry, const CodeRows* rows,
-                        Py_ssize_t n_topics, const double* topic_weights, double* sums,
-                        Py_ssize_t n_entries_left, bint with_loss) noexcept nogil:
+                        const double* data, const CodeRows* rows, Py_ssize_t n_topics,
+                        const double* topic_weights, double* sums, Py_ssize_t n_entries_left,
+                        bint with_loss) noexcept nogil:
     """One term of `mm_statistics`: returns sum_j loss(y_j, mean_j) over its entries.
 
     With ``sums`` (K doubles, accumulated into) adds (y_j / mean_j) codes[j]
     where mean_j > 0. ``rows`` are the sparse codes' rows; ``n_entries_left``
-    bounds the prefetch (entries of X from this term on). y_j is data[j] when
-    ``by_entry``, else data[p] for the term's p-th entry: values stored term
-    by term are read in sequence, where data[j] is a cache miss per entry.
-    Without ``with_loss`` the loss is not evaluated (0 is returned).
+    bounds the prefetch (entries of X from this term on). y_j is data[p] for
+    the term's p-th entry: values stored term by term are read in sequence,
+    where reading them by entry j would be a cache miss per entry. Without
+    ``with_loss`` the loss is not evaluated (0 is returned).
     """
     cdef Py_ssize_t p = 0, q, k, group
     cdef double acc = 0.0, y, m0, m1, m2, m3
@@ -143,8 +143,6 @@ cdef double term_mm_pass(CompiledLoss loss, const int* entries, Py_ssize_t count
         group = count - p if count - p < 4 else 4
         for q in range(group):
             prefetch_entry(rows, entries, p + q, n_entries_left, n_topics)
-            if by_entry and p + q + PREFETCH_DISTANCE < n_entries_left:
-                STC_PREFETCH(&data[entries[p + q + PREFETCH_DISTANCE]])
             group_rows[q] = entry_row(rows, entries[p + q], n_topics)
         if group == 4 and (group_rows[0].count == DENSE_ROW and group_rows[1].count == DENSE_ROW
                            and group_rows[2].count == DENSE_ROW
@@ -162,7 +160,7 @@ cdef double term_mm_pass(CompiledLoss loss, const int* entries, Py_ssize_t count
             for q in range(group):
                 means[q] = row_dot(&group_rows[q], w, n_topics)
         for q in range(group):
-            y = data[entries[p + q]] if by_entry else data[p + q]
+            y = data[p + q]
             if with_loss:
                 acc = acc + loss._loss(y, means[q])
             if sums != NULL and means[q] > 0.0:
@@ -191,6 +189,8 @@ def mm_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1] col_
     cdef Py_ssize_t n_entries = col_entries.shape[0]
     if n_entries != codes.n_entries or data.shape[0] != n_entries:
         raise ValueError("col_entries and data must hold one value per entry of the codes")
+    # the values term by term, read in sequence by `term_mm_pass`
+    cdef const double[::1] col_data = np.asarray(data)[np.asarray(col_entries)]
     sums = np.zeros((n_features if with_ratio_sums else 1, n_topics), dtype=np.float64)
     term_losses = np.zeros(n_features, dtype=np.float64)
     cdef double[:, ::1] sums_v = sums
@@ -199,7 +199,7 @@ def mm_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1] col_
         for n in prange(n_features, schedule="dynamic", chunksize=TERM_CHUNK,
                         num_threads=n_threads):
             term_v[n] = term_mm_pass(loss, &col_entries[col_ptr[n]], col_ptr[n + 1] - col_ptr[n],
-                                     &data[0], True, rows, n_topics, &beta_t[n, 0],
+                                     &col_data[col_ptr[n]], rows, n_topics, &beta_t[n, 0],
                                      &sums_v[n, 0] if with_ratio_sums else NULL,
                                      n_entries - col_ptr[n], True)
     return float(np.sum(term_losses)), (sums if with_ratio_sums else None)
@@ -289,7 +289,7 @@ def mm_step_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1]
                 n = first + t
                 term_v[n] = term_mm_pass(
                     loss, &col_entries[col_ptr[n]], col_ptr[n + 1] - col_ptr[n],
-                    &col_data[col_ptr[n]], False, rows, n_topics, weights + t * n_topics,
+                    &col_data[col_ptr[n]], rows, n_topics, weights + t * n_topics,
                     sums + t * n_topics if with_sums else NULL, n_entries - col_ptr[n],
                     with_loss)
             if with_sums:

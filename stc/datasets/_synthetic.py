@@ -211,6 +211,35 @@ def make_stc_corpus(n_documents=1000, n_features=1000, n_topics=10, *, document_
     ``n_classes`` also ``target`` (int64 labels in 0 .. n_classes - 1, (D,))
     and ``classifier`` (the true eta, (n_classes, K)).
     """
+    _check_corpus_arguments(n_documents, n_features, n_topics, document_length,
+                            topics_per_document, topic_concentration, gamma, rho, n_classes,
+                            label_noise)
+    per_document = n_topics if topics_per_document is None else int(topics_per_document)
+    seed = _entropy(random_state)
+    beta = np.random.default_rng([seed, 0]).dirichlet(
+        np.full(n_features, float(topic_concentration)), size=n_topics)
+    beta /= beta.sum(axis=1, keepdims=True)
+    X, theta, codes = _sample_corpus(seed, beta, n_documents, per_document,
+                                     document_length / per_document, gamma, rho,
+                                     return_word_codes)
+    descr = (f"Synthetic STC corpus: {n_documents} documents, {n_features} terms, "
+             f"{n_topics} topics, {per_document} per document, mean code total "
+             f"{document_length:g}, topic concentration {topic_concentration:g}, "
+             f"gamma {gamma:g}, rho {rho:g}, seed {seed}.")
+    corpus = Bunch(data=X, components=beta, document_codes=theta, word_codes=codes,
+                   DESCR=descr)
+    if n_classes is not None:
+        corpus.classifier, corpus.target = _labels(seed, theta, int(n_classes),
+                                                   float(label_noise))
+        corpus.DESCR += (f" Labels: argmax of a random linear classifier of the true codes, "
+                         f"{n_classes} classes, label noise {label_noise:g}.")
+    return corpus
+
+
+def _check_corpus_arguments(n_documents, n_features, n_topics, document_length,
+                            topics_per_document, topic_concentration, gamma, rho, n_classes,
+                            label_noise):
+    """ValueError or TypeError for an argument of `make_stc_corpus` out of its range."""
     for name, value in (("n_documents", n_documents), ("n_features", n_features),
                         ("n_topics", n_topics)):
         _check(name, value, numbers.Integral, 1)
@@ -228,36 +257,29 @@ def make_stc_corpus(n_documents=1000, n_features=1000, n_topics=10, *, document_
         raise ValueError(f"label_noise must be <= 1, got {label_noise!r}")
     if label_noise and n_classes is None:
         raise ValueError("label_noise needs n_classes (the documents are not labelled)")
-    per_document = n_topics if topics_per_document is None else int(topics_per_document)
-    seed = _entropy(random_state)
-    beta = np.random.default_rng([seed, 0]).dirichlet(
-        np.full(n_features, float(topic_concentration)), size=n_topics)
-    beta /= beta.sum(axis=1, keepdims=True)
+
+
+def _sample_corpus(seed, beta, n_documents, per_document, theta_mean, gamma, rho, with_codes):
+    """(X, theta, word codes or None) of `make_stc_corpus`, block by block.
+
+    Each block of BLOCK_DOCUMENTS documents is drawn from its own stream of
+    ``seed`` (`_sample_block`); ``theta_mean`` is the mean of a non-zero
+    theta_k.
+    """
     cdf = np.cumsum(beta, axis=1)
     sd = 1.0 / np.sqrt(2.0 * gamma)
     blocks = []
     for index, first in enumerate(range(0, n_documents, BLOCK_DOCUMENTS)):
         rng = np.random.default_rng([seed, 1, index])
         blocks.append(_sample_block(rng, beta, cdf, min(BLOCK_DOCUMENTS, n_documents - first),
-                                    per_document, document_length / per_document,
-                                    rho / (2.0 * gamma), sd, return_word_codes))
+                                    per_document, theta_mean, rho / (2.0 * gamma), sd,
+                                    with_codes))
     X = sp.vstack([b[0] for b in blocks], format="csr")
     X.indices = X.indices.astype(np.int32, copy=False)
     X.indptr = X.indptr.astype(np.int32, copy=False)
     theta = sp.csr_matrix(np.vstack([b[1] for b in blocks]))
-    codes = np.vstack([b[2] for b in blocks]) if return_word_codes else None
-    descr = (f"Synthetic STC corpus: {n_documents} documents, {n_features} terms, "
-             f"{n_topics} topics, {per_document} per document, mean code total "
-             f"{document_length:g}, topic concentration {topic_concentration:g}, "
-             f"gamma {gamma:g}, rho {rho:g}, seed {seed}.")
-    corpus = Bunch(data=X, components=beta, document_codes=theta, word_codes=codes,
-                   DESCR=descr)
-    if n_classes is not None:
-        corpus.classifier, corpus.target = _labels(seed, theta, int(n_classes),
-                                                   float(label_noise))
-        corpus.DESCR += (f" Labels: argmax of a random linear classifier of the true codes, "
-                         f"{n_classes} classes, label noise {label_noise:g}.")
-    return corpus
+    codes = np.vstack([b[2] for b in blocks]) if with_codes else None
+    return X, theta, codes
 
 
 def _labels(seed, theta, n_classes, label_noise):

@@ -2,7 +2,7 @@
 
 A pure-Python loss cannot be called from the nogil coding kernel; the
 estimators code its documents with a numpy implementation of the same sweep
-(`stc._core.numpy_coding`), which calls these vectorised methods once per
+(`stc._core.reference`), which calls these vectorised methods once per
 topic per sweep for all words of all documents at once.
 """
 import numpy as np
@@ -24,7 +24,7 @@ class PythonLoss:
 
     name = "python"
     mean_domain = (-np.inf, np.inf)
-    # Coded by the numpy twin of the kernel; dictionary step by projected
+    # Coded by the numpy reference of the kernel; dictionary step by projected
     # gradient ("mm" is valid only for the Poisson deviance).
     runs_in_kernel = False
     dictionary_method = "pg"
@@ -172,6 +172,30 @@ def _newton_coordinate(loss, y, b, mean_rest, quad, lin, x_start):
     problems = [np.array(a, dtype=np.float64).ravel()
                 for a in np.broadcast_arrays(y, b, mean_rest, quad, lin, x_start)]
     y, b, mean_rest, quad, lin, x_start = problems
+    x, failed, active, left, right = _coordinate_brackets(loss, y, b, mean_rest, quad, lin)
+    unbounded = _walk_right_ends(loss, problems, active, left, right, failed)
+    x[unbounded] = np.inf
+    active &= ~failed & ~unbounded
+    _newton_in_brackets(loss, problems, np.flatnonzero(active), left, right, x, failed)
+    upper = loss.mean_domain[1]
+    if np.isfinite(upper):
+        cap = upper - DOMAIN_MARGIN * max(abs(upper), 1.0)
+        over = mean_rest + b * x > cap
+        x[over] = (cap - mean_rest[over]) / b[over]
+    x = np.maximum(x, 0.0)
+    x[failed] = np.nan
+    check_solutions(loss, x, problems)
+    return x.reshape(shape)
+
+
+def _coordinate_brackets(loss, y, b, mean_rest, quad, lin):
+    """The problems' answers where they are settled at once, and brackets for the others.
+
+    Returns (x, failed, active, left, right): x holds the answer of the flat
+    problems (b <= 0), of those where x = 0 is the minimiser and of those
+    whose bracket is empty; ``active`` marks the problems still to solve in
+    [left, right] (right infinite where the domain is unbounded above).
+    """
     lower, upper = loss.mean_domain
     x = np.zeros_like(y)
     failed = np.zeros(y.shape, dtype=bool)
@@ -181,10 +205,6 @@ def _newton_coordinate(loss, y, b, mean_rest, quad, lin, x_start):
     with np.errstate(divide="ignore", invalid="ignore"):
         left = np.where(active, (lower - mean_rest) / np.where(active, b, 1.0), 0.0)
         right = np.where(active, (upper - mean_rest) / np.where(active, b, 1.0), 0.0)
-
-    def slope(i, xi):
-        return b[i] * loss.gradient(y[i], mean_rest[i] + b[i] * xi) + 2.0 * quad[i] * xi + lin[i]
-
     # x = 0 is feasible, or puts the mean on the lower end where the loss may
     # extend (see _base.pyx): x = 0 exactly when h'(0) >= 0 (Proposition 1)
     zero_feasible = np.flatnonzero(active & (left <= 0.0))
@@ -200,6 +220,20 @@ def _newton_coordinate(loss, y, b, mean_rest, quad, lin, x_start):
     empty = active & (right <= left)
     x[empty] = np.maximum(left[empty], 0.0)
     active &= ~empty
+    return x, failed, active, left, right
+
+
+def _walk_right_ends(loss, problems, active, left, right, failed):
+    """Give the active problems with an infinite right end a finite one, in place.
+
+    Marks in ``failed`` the problems whose slope is NaN or never turns
+    positive; returns the mask of those unbounded below (h' <= 0 up to the
+    largest double).
+    """
+    y, b, mean_rest, quad, lin, x_start = problems
+
+    def slope(i, xi):
+        return b[i] * loss.gradient(y[i], mean_rest[i] + b[i] * xi) + 2.0 * quad[i] * xi + lin[i]
 
     # Walk the right end out until h' > 0 where the domain is unbounded above,
     # from a step at the scale of the answer (as the compiled solver does).
@@ -227,10 +261,17 @@ def _newton_coordinate(loss, y, b, mean_rest, quad, lin, x_start):
         with np.errstate(over="ignore"):
             right[walk] = np.minimum(left[walk] + step, largest)
     failed[walk] = True  # h' never turned positive
-    x[unbounded] = np.inf
-    active &= ~failed & ~unbounded
+    return unbounded
 
-    idx = np.flatnonzero(active)
+
+def _newton_in_brackets(loss, problems, idx, left, right, x, failed):
+    """Safeguarded Newton on problems ``idx`` in their brackets; answers into ``x``.
+
+    Marks in ``failed`` the problems whose slope is NaN, or that do not
+    converge within NEWTON_MAX_ITER.
+    """
+    y, b, mean_rest, quad, lin, x_start = problems
+    lower, upper = loss.mean_domain
     xi = x_start[idx].copy()
     lo, hi = left[idx], right[idx]
     # Start in the middle when the start is outside or far below the bracket
@@ -286,11 +327,3 @@ def _newton_coordinate(loss, y, b, mean_rest, quad, lin, x_start):
         keep = ~done & ~broken
         idx, xi, lo, hi, previous_step = idx[keep], x_new[keep], lo[keep], hi[keep], step[keep]
     failed[idx] = True  # no convergence within NEWTON_MAX_ITER
-    if np.isfinite(upper):
-        cap = upper - DOMAIN_MARGIN * max(abs(upper), 1.0)
-        over = mean_rest + b * x > cap
-        x[over] = (cap - mean_rest[over]) / b[over]
-    x = np.maximum(x, 0.0)
-    x[failed] = np.nan
-    check_solutions(loss, x, problems)
-    return x.reshape(shape)

@@ -25,7 +25,7 @@ from stc.distributed import check_dask_loss, current_client, is_dask_array, refu
 from stc.learners import LearningOptions, batch, dask_batch, dask_online, online
 from stc.losses import CompiledLoss, PythonLoss, get_loss
 from stc.online import OnlineStatistics, check_online_loss
-from stc.training import count_capped, warn_if_unfinished
+from stc.progress import count_capped, warn_if_unfinished
 
 
 # The learner of each way of learning: (a dask array?, learning_method) -> its module.

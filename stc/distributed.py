@@ -39,9 +39,9 @@ import scipy.sparse as sp
 from stc._core._simplex import mm_update_rows
 from stc._core._sparse_ops import mm_statistics, word_code_sums
 from stc._validation import as_count_matrix
-from stc.coding import as_code_rows, code_documents, initial_codes
+from stc.coding import as_code_rows, code_documents, initial_codes, iteration_problem
 from stc.dictionary import CorpusLayout, dictionary_from_draws, initial_dictionary_draws
-from stc.training import iteration_problem, step_capped_documents
+from stc.progress import step_capped_documents
 
 
 def is_dask_array(X):
@@ -167,31 +167,6 @@ def _sum_in_order(results):
         total = tuple(a + b for a, b in zip(total, result)) if isinstance(total, tuple) \
             else total + result
     return total
-
-
-class DaskProgress:
-    """One line per outer iteration on stderr: objective, elapsed and time left."""
-
-    def __init__(self, tol, max_iter, n_partitions, describe=None):
-        import time
-
-        self.tol, self.max_iter, self.n_partitions = tol, max_iter, n_partitions
-        self.describe = describe  # optional callable(iteration) -> extra text (MedSTC)
-        self.clock = time.perf_counter
-        self.start = self.clock()
-
-    def __call__(self, iteration, objective, state):
-        import sys
-
-        from stc.training import remaining_iterations
-
-        elapsed = self.clock() - self.start
-        left = remaining_iterations(objective, self.tol, self.max_iter)
-        eta = "?" if left is None else f"{left * elapsed / iteration:.0f}s"
-        extra = self.describe(iteration) if self.describe is not None else ""
-        print(f"iter {iteration:3d}/{self.max_iter}  objective {objective[-1]:.6e}  "
-              f"partitions {self.n_partitions}{extra}  elapsed {elapsed:.1f}s  left ~{eta}",
-              file=sys.stderr, flush=True)
 
 
 class Partitions:

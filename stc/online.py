@@ -57,7 +57,7 @@ from stc._core._word_codes import SparseWordCodes
 from stc.coding import as_code_rows, code_new_documents
 from stc._core._simplex import mm_minimiser_rows, online_block_step
 from stc.dictionary import CorpusLayout
-from stc.training import count_capped
+from stc.progress import count_capped
 
 # A new term enters every topic with this share times its frequency in the
 # batch, as the corpus part of `stc.dictionary.initial_dictionary` does.

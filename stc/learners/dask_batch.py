@@ -10,8 +10,9 @@ MedSTC runs the same learner with its own coding step and its SVM step
 """
 import numpy as np
 
-from stc.distributed import DaskProgress, DaskTraining
+from stc.distributed import DaskTraining
 from stc.learners import LearnedTopics
+from stc.progress import DaskProgress
 from stc.training import alternate, relative_decrease_below
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from stc.distributed import DaskOnlineTraining
 from stc.learners import LearnedTopics
 from stc.learners.online import OnlineState
-from stc.training import OnlineProgressPrinter, StopRequest
+from stc.progress import OnlineProgressPrinter, StopRequest
 
 
 def learn(problem_for, X, options, *, client, loss, labels=None):

@@ -17,7 +17,7 @@ from stc.dictionary import initial_dictionary
 from stc.learners import LearnedTopics
 from stc.online import (OnlineStatistics, TopicAverage, averaging_start, introduce_new_terms,
                         learn_from_batch, learning_rate)
-from stc.training import OnlineProgressPrinter, StopRequest
+from stc.progress import OnlineProgressPrinter, StopRequest
 
 
 @dataclass

@@ -59,10 +59,11 @@ from stc._core._dense import dot, loss_augmented_argmax, row_products
 from stc.coding import code_known_terms
 from stc.distributed import slice_rows
 from stc.learners.online import rows_of
+from stc.progress import count_capped
 from stc.supervised.online import code_labelled_batch, joint_step, refit_step
 from stc.supervised.steps import HingeTerm, ShiftedMeanCodingStep
 from stc.supervised.svm import CuttingPlaneSVM, _build_cuts
-from stc.training import TrainingState, count_capped
+from stc.training import TrainingState
 
 # The document codes the SVM is trained on: those of the loop, or the refit's label-free ones.
 JOINT, REFIT = "joint", "refit"

@@ -53,7 +53,7 @@ from stc.online import check_online_loss
 from stc.supervised.steps import (REFIT_C_SCALE, ShiftedMeanCodingStep, SVMStep,  # noqa: F401
                                   refit_C_of_scale)
 from stc.supervised.svm import CuttingPlaneSVM
-from stc.training import warn_if_unfinished
+from stc.progress import warn_if_unfinished
 
 
 # The SVM's dual variables lie on a simplex of radius C, which the projection

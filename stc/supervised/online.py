@@ -44,14 +44,15 @@ import numpy as np
 
 from stc._core._coding import move_along_segments
 from stc._core._dense import dot
-from stc.coding import code_documents, code_known_terms, code_new_documents, transposed
+from stc.coding import (code_documents, code_known_terms, code_new_documents, iteration_problem,
+                        transposed)
 from stc.learners.online import start_batch
 from stc.online import (BatchOutcome, CodedBatch, batch_columns, batch_sums,
                         stochastic_dictionary_step)
+from stc.progress import count_capped, step_capped_documents
 from stc.supervised.steps import (SegmentEnd, halve_rejected_steps, refit_C_of_scale,
                                   shifted_mean_term)
 from stc.supervised.svm import loss_augmented_hinges, sample_hinges
-from stc.training import count_capped, iteration_problem, step_capped_documents
 
 # Documents per step of `stochastic_svm_step` (the batch is cut into such chunks, in order).
 # Smaller chunks mean more, noisier steps. Not tuned: with 16, the averaged refit of an

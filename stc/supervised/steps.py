@@ -20,10 +20,11 @@ import numpy as np
 from stc._core._coding import move_along_segments, segment_curvatures, segment_losses
 from stc._core._dense import row_products
 from stc._core._word_codes import SparseWordCodes
-from stc.coding import code_documents, segment_objectives, stc_objective, transposed
+from stc.coding import (code_documents, iteration_problem, segment_objectives, stc_objective,
+                        transposed)
+from stc.progress import step_capped_documents
 from stc.supervised.svm import (CuttingPlaneSVM, loss_augmented_predict, multiclass_hinge,
                                 primal_objective, sample_hinges)
-from stc.training import iteration_problem, step_capped_documents
 
 # refit_C="auto": the refit's C is REFIT_C_SCALE / mean_d ||theta_d||^2 over the label-free
 # training codes. The SVM on codes a theta with C / a^2 is the SVM on theta with C (eta / a,

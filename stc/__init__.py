@@ -17,8 +17,8 @@ _PUBLIC = {"DataWarning": "stc._validation", "FitInterruptedWarning": "stc.progr
 _IMPORTED_FIRST = {"load": ("stc._stc", "stc.supervised")}
 # Submodules that `import stc` used to import, so that `stc.losses` etc. still work.
 _SUBMODULES = ("_core", "_persistence", "_report", "_stc", "_validation", "coding",
-               "completion", "dictionary", "distributed", "inspect", "losses", "online",
-               "progress", "supervised", "training")
+               "completion", "dictionary", "inspect", "learners", "losses", "progress",
+               "stochastic_dictionary", "supervised", "training")
 
 
 def __getattr__(name):

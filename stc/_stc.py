@@ -21,11 +21,12 @@ from stc._validation import (N_JOBS, RANDOM_STATE, InstanceOf, Interval, NoneVal
                              check_training_corpus, validate_params, warn_dominant_count)
 from stc.coding import CodingProblem, code_known_terms
 from stc.completion import check_scorable, held_out_score, split_entries
-from stc.distributed import check_dask_loss, current_client, is_dask_array, refuse_dask_array
 from stc.learners import LearningOptions, batch, dask_batch, dask_online, online
+from stc.learners.partitions import (check_dask_loss, current_client, is_dask_array,
+                                     refuse_dask_array)
 from stc.losses import CompiledLoss, PythonLoss, get_loss
-from stc.online import OnlineStatistics, check_online_loss
 from stc.progress import count_capped, warn_if_unfinished
+from stc.stochastic_dictionary import OnlineStatistics, check_online_loss
 
 
 # The learner of each way of learning: (a dask array?, learning_method) -> its module.

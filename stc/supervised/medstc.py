@@ -7,7 +7,7 @@ Problem (4): minimise over topics, codes and the classifier eta
 
 `stc.supervised.steps.medstc_objective` computes it. Training runs the batch
 learner (`stc.learners.batch`, the outer loop `stc.training.alternate`; for a
-dask array `stc.learners.dask_batch`, with `stc.supervised.distributed`) with
+dask array `stc.learners.dask_batch`, with `stc.supervised.dask_steps`) with
 two steps of its own (`stc.supervised.steps`):
   1. `ShiftedMeanCodingStep`: the same compiled kernel as STC, with theta's
      shifted mean: each document-code step minimises its objective minus
@@ -26,10 +26,10 @@ labels (``refit_C``; see `MedSTC`). Test documents are coded without labels
 
 Online learning (``learning_method="online"``, `MedSTC.fit_stream`,
 `MedSTC.partial_fit`) runs STC's online learner with the batch step of
-`stc.supervised.online`: shifted-mean coding of each mini-batch, STC's
+`stc.supervised.online_steps`: shifted-mean coding of each mini-batch, STC's
 stochastic dictionary step and Pegasos steps for eta; for a dask array
 (`fit`), STC's online learner on Dask with that step split between the
-workers (coding) and the client (eta's steps; `stc.supervised.distributed`).
+workers (coding) and the client (eta's steps; `stc.supervised.dask_steps`).
 """
 import numbers
 import time
@@ -44,16 +44,20 @@ from sklearn.utils.validation import check_is_fitted
 from stc._core._dense import row_products
 from stc._persistence import register_estimator
 from stc._stc import STC
-from stc.distributed import check_dask_loss, current_client, is_dask_array, refuse_dask_array
 from stc._validation import (Interval, NoneValue, Options, check_fitted_finite, check_labels,
                              check_training_corpus)
 from stc.learners import batch, dask_batch, dask_online, online
-from stc.online import check_online_loss
+from stc.learners.partitions import (check_dask_loss, current_client, is_dask_array,
+                                     refuse_dask_array)
+from stc.progress import warn_if_unfinished
+from stc.stochastic_dictionary import check_online_loss
+from stc.supervised.dask_steps import DaskOnlineLabels, DaskSupervision
+from stc.supervised.online_steps import (OnlineSupervision, learn_labelled_batch,
+                                         refit_pass)
 # REFIT_C_SCALE is read here by the docs and benchmarks as stc.supervised.medstc.REFIT_C_SCALE
 from stc.supervised.steps import (REFIT_C_SCALE, ShiftedMeanCodingStep, SVMStep,  # noqa: F401
                                   refit_C_of_scale)
 from stc.supervised.svm import CuttingPlaneSVM
-from stc.progress import warn_if_unfinished
 
 
 # The SVM's dual variables lie on a simplex of radius C, which the projection
@@ -97,9 +101,10 @@ class MedSTC(ClassifierMixin, STC):
     memory or, for a dask array of CSR row blocks, on the current
     dask.distributed client (`fit`), or online learning, in memory
     (``learning_method="online"``, `fit_stream`, `partial_fit`;
-    `stc.supervised.online`) or on Dask (`fit`): each mini-batch is coded with the shifted mean
-    of the current eta, the topics take STC's stochastic dictionary step and
-    eta a Pegasos step on the batch's codes (`stochastic_svm_step`); the
+    `stc.supervised.online_steps`) or on Dask (`fit`): each mini-batch is
+    coded with the shifted mean of the current eta, the topics take STC's
+    stochastic dictionary step and eta a Pegasos step on the batch's codes
+    (`stochastic_svm_step`); the
     refit runs on every batch coded without labels with the final topics.
     Online learning's parameters (``batch_size``, ``learning_decay``,
     ``learning_offset``, ``n_passes``, ``topic_averaging``) are STC's, with
@@ -265,7 +270,7 @@ class MedSTC(ClassifierMixin, STC):
 
         ``X`` may be a dask array of CSR row blocks (the ``[dask]`` extra), as
         for `STC.fit`: the fit then runs on the current dask.distributed client
-        (`stc.supervised.distributed`), with ``y`` a dask or numpy array of
+        (`stc.supervised.dask_steps`), with ``y`` a dask or numpy array of
         one label per row; the labels, small next to ``X``, are gathered on
         the client and each partition gets its rows' labels. With
         ``learning_method="online"`` the mini-batches are the rounds of STC's
@@ -301,8 +306,6 @@ class MedSTC(ClassifierMixin, STC):
 
     def _fit_dask(self, X, y, loss, start):
         """`fit` of a dask array of CSR row blocks on the current dask.distributed client."""
-        from stc.supervised.distributed import DaskSupervision
-
         self._check_init_of_batch_learning()
         check_dask_loss(loss)
         encoder, y_index = self._dask_labels(X, y)
@@ -330,12 +333,10 @@ class MedSTC(ClassifierMixin, STC):
         return self
 
     def _fit_dask_online(self, X, y, loss, start):
-        """`fit` of a dask array with ``learning_method="online"`` (`stc.supervised.distributed`).
+        """`fit` of a dask array with ``learning_method="online"`` (`stc.supervised.dask_steps`).
 
         STC's rounds on Dask with online MedSTC's step, then the refit's pass.
         """
-        from stc.supervised.distributed import DaskOnlineLabels
-
         self._check_init_of_batch_learning()
         check_dask_loss(loss)
         encoder, y_index = self._dask_labels(X, y)
@@ -434,7 +435,7 @@ class MedSTC(ClassifierMixin, STC):
         tags.estimator_type = "classifier"
         return tags
 
-    # ---- online learning (stc.supervised.online)
+    # ---- online learning (stc.supervised.online_steps)
 
     def _fit_online(self, X, y, loss, start):
         """`fit` with ``learning_method="online"``: passes over X in shuffled mini-batches."""
@@ -464,8 +465,6 @@ class MedSTC(ClassifierMixin, STC):
         return self
 
     def _new_supervision(self, n_classes):
-        from stc.supervised.online import OnlineSupervision
-
         return OnlineSupervision(n_classes, float(self.C), float(self.cost), self.refit_C,
                                  self.total_samples, self.sweeps_per_iteration)
 
@@ -474,8 +473,6 @@ class MedSTC(ClassifierMixin, STC):
 
         ``refit``: the refit steps run in the last pass (else in `_refit_pass`).
         """
-        from stc.supervised.online import learn_labelled_batch
-
         def learn_one(problem, batch, state, options, rng, pass_number):
             return learn_labelled_batch(problem, batch, state, supervision, options, rng,
                                         refit=refit and pass_number == options.n_passes,
@@ -483,8 +480,6 @@ class MedSTC(ClassifierMixin, STC):
         return learn_one
 
     def _refit_pass(self, problem, batches, supervision):
-        from stc.supervised.online import refit_pass
-
         capped = refit_pass(problem, batches, self.components_, supervision, self.n_jobs)
         if capped:  # as transform warns
             warn_if_unfinished(self, True, False, capped)
@@ -570,7 +565,7 @@ class MedSTC(ClassifierMixin, STC):
         labels with the current topics, moved by ``sweeps_per_iteration``
         sweeps with theta's shifted mean from the current eta (once there is
         one), the topics take STC's stochastic dictionary step, and both
-        classifiers a `stc.supervised.online.stochastic_svm_step`: the
+        classifiers a `stc.supervised.online_steps.stochastic_svm_step`: the
         loop's eta (``joint_coef_``) on the batch's codes, and (unless
         ``refit_C`` is None) ``coef_`` on its label-free codes. D, the
         number of documents the hinge of (4) averages over, is
@@ -600,8 +595,6 @@ class MedSTC(ClassifierMixin, STC):
             problem = self._coding_problem()
             supervision = self._online_supervision()
         state = self._online_state()
-        from stc.supervised.online import learn_labelled_batch
-
         outcome = learn_labelled_batch(problem, (X, y_index), state, supervision,
                                        self._learning_options(),
                                        check_random_state(self.random_state), refit=True)

@@ -2,7 +2,7 @@
 
 `stc.training.alternate` runs them, through a learner (`stc.learners.batch` in
 memory, `stc.learners.dask_batch` on a dask array, whose partitions run
-`ShiftedMeanCodingStep` where the documents are: `stc.supervised.distributed`):
+`ShiftedMeanCodingStep` where the documents are: `stc.supervised.dask_steps`):
 
   1. `ShiftedMeanCodingStep`: STC's compiled kernel with theta's shifted mean
      (`shifted_mean_term`), a per-document safeguard and back-off;

@@ -1,6 +1,6 @@
 """MedSTC on a Dask cluster: `MedSTC.fit` of a dask array of CSR row blocks.
 
-The unsupervised half is STC's (`stc.distributed.DaskTraining`: the
+The unsupervised half is STC's (`stc.learners.dask_batch.DaskTraining`: the
 partitions, the dictionary step); this module adds the labels and MedSTC's
 two steps of its own, run by the learner `stc.learners.dask_batch` as
 `stc.learners.batch` runs them in memory (`DaskSupervision` is its
@@ -31,8 +31,8 @@ the whole matrix up to floating-point reduction order (a test checks the
 objective path and the classifiers to 1e-9).
 
 Online learning (``learning_method="online"``, `DaskOnlineLabels`) runs the
-rounds of STC's `stc.distributed.DaskOnlineTraining` with online MedSTC's
-batch step (`stc.supervised.online`) split between the workers and the
+rounds of STC's `stc.learners.dask_online.DaskOnlineTraining` with online MedSTC's
+batch step (`stc.supervised.online_steps`) split between the workers and the
 client. Per round:
 
 * each worker codes its slice with `code_labelled_batch` (label-free coding,
@@ -57,10 +57,10 @@ import numpy as np
 
 from stc._core._dense import dot, loss_augmented_argmax, row_products
 from stc.coding import code_known_terms
-from stc.distributed import slice_rows
+from stc.learners.dask_online import slice_rows
 from stc.learners.online import rows_of
 from stc.progress import count_capped
-from stc.supervised.online import code_labelled_batch, joint_step, refit_step
+from stc.supervised.online_steps import code_labelled_batch, joint_step, refit_step
 from stc.supervised.steps import HingeTerm, ShiftedMeanCodingStep
 from stc.supervised.svm import CuttingPlaneSVM, _build_cuts
 from stc.training import TrainingState
@@ -357,7 +357,7 @@ class DaskSupervision:
         return svm.coef_, float(accuracy)
 
 
-# ---- online learning: the rounds of stc.distributed.DaskOnlineTraining with labels
+# ---- online learning: the rounds of stc.learners.dask_online.DaskOnlineTraining with labels
 
 def _attach_online_labels(partition, y_index):
     """Give the partition its rows' class indices (online learning keeps nothing else)."""
@@ -376,7 +376,7 @@ class SliceReport(NamedTuple):
 
 
 class SliceCoder:
-    """How a worker codes its slice of a round (`stc.distributed._online_code`'s ``coder``).
+    """How a worker codes its slice of a round (``coder`` of `stc.learners.dask_online`).
 
     Holds what coding reads of the client's `OnlineSupervision` at the
     round's start (`OnlineSupervision.coding_part`: eta, C, cost, D, sweeps);
@@ -407,7 +407,7 @@ def _refit_slice(partition, problem, beta, n_jobs, selection):
 
 
 class DaskOnlineLabels:
-    """Online MedSTC on the rounds of a `stc.distributed.DaskOnlineTraining`: the client's side.
+    """Online MedSTC on the rounds of a `stc.learners.dask_online.DaskOnlineTraining`: the client.
 
     Given to `stc.learners.dask_online.learn` (``labels``), which attaches
     it to the training once the partitions exist. ``supervision`` (an

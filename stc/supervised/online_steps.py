@@ -17,7 +17,7 @@ runs STC's online learner (`stc.learners.online`) with the batch step
      objective (4), the step from its label-free codes is halved (up to
      three times, as batch MedSTC's safeguard does), else it keeps its
      label-free codes;
-  3. STC's stochastic dictionary step on those codes (`stc.online`);
+  3. STC's stochastic dictionary step on those codes (`stc.stochastic_dictionary`);
   4. `stochastic_svm_step` on the batch's codes and labels moves the
      loop's eta, ``joint_coef_``;
   5. the refit (``refit_C``): the same step on label-free codes moves a
@@ -34,7 +34,7 @@ runs STC's online learner (`stc.learners.online`) with the batch step
 Memory is that of STC's online learning: the batch's word codes and the
 (K, N) statistics; the classifiers are (n_classes, K).
 
-On Dask (`fit` of a dask array, `stc.supervised.distributed`) each worker
+On Dask (`fit` of a dask array, `stc.supervised.dask_steps`) each worker
 runs steps 1-2 on its slice of a round (`code_labelled_batch`) and the
 client takes steps 3-4 (`joint_step`), and `refit_step` in the refit's pass.
 """
@@ -47,9 +47,9 @@ from stc._core._dense import dot
 from stc.coding import (code_documents, code_known_terms, code_new_documents, iteration_problem,
                         transposed)
 from stc.learners.online import start_batch
-from stc.online import (BatchOutcome, CodedBatch, batch_columns, batch_sums,
-                        stochastic_dictionary_step)
 from stc.progress import count_capped, step_capped_documents
+from stc.stochastic_dictionary import (BatchOutcome, CodedBatch, batch_columns, batch_sums,
+                                       stochastic_dictionary_step)
 from stc.supervised.steps import (SegmentEnd, halve_rejected_steps, refit_C_of_scale,
                                   shifted_mean_term)
 from stc.supervised.svm import loss_augmented_hinges, sample_hinges
@@ -172,7 +172,7 @@ def supervised_codes(problem, X, y_index, beta_t, supervision, n_jobs=None,
     """Steps 1-2 of `learn_labelled_batch` on a batch; returns its codes and counts.
 
     ``beta_t`` holds the topic weights of X's columns, (columns, K): a
-    batch's own terms (`stc.online.batch_columns`) or all of them
+    batch's own terms (`stc.stochastic_dictionary.batch_columns`) or all of them
     (`stc.coding.transposed`). ``label_free_sweeps``: the sweeps of step 1,
     or None to code to convergence (``problem``'s sweep cap and tolerance).
 
@@ -239,7 +239,7 @@ def code_labelled_batch(problem, X, y_index, beta, supervision, n_jobs=None,
     ||eta||^2 / 2: objective (2) at its codes plus (C / D) sum_d h_d at the eta
     it was coded with (``cost`` per document before there is one). A separate
     function because a Dask worker runs it on its slice of a round (MedSTC
-    online on Dask, `stc.supervised.distributed`) and the client adds the
+    online on Dask, `stc.supervised.dask_steps`) and the client adds the
     slices' sums and shares up.
     """
     layout, beta_t = batch_columns(X, beta)
@@ -261,7 +261,7 @@ def learn_labelled_batch(problem, batch, state, supervision, options, rng, *, re
     (`OnlineSupervision`) are updated. ``refit``: take the refit step (5).
     ``later_pass``: the batch is not of the first pass; D is then fixed at the
     documents seen in the first pass if ``supervision.total_samples`` is None.
-    Returns the `stc.online.BatchOutcome`, whose objective is the batch's
+    Returns the `stc.stochastic_dictionary.BatchOutcome`, whose objective is the batch's
     share of (4) without ||eta||^2 / 2: objective (2) at its codes plus
     (C / D) sum_d h_d at the eta it was coded with.
     """

@@ -67,7 +67,6 @@ def in_process(X, params):
     """
     from unittest import mock
 
-    import stc.learners.online
     import stc.stochastic_dictionary
     from stc import STC
 
@@ -84,7 +83,7 @@ def in_process(X, params):
 
     start = time.perf_counter()
     with warnings.catch_warnings(), \
-            mock.patch.object(stc.learners.online, "code_batch",
+            mock.patch.object(stc.stochastic_dictionary, "code_batch",
                               timed(stc.stochastic_dictionary.code_batch)), \
             mock.patch.object(stc.stochastic_dictionary.CodedBatch, "responsibilities_at",
                               timed(stc.stochastic_dictionary.CodedBatch.responsibilities_at)):

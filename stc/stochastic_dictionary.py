@@ -3,9 +3,10 @@
 A batch fit keeps every word code, (nnz, K) doubles, and re-codes the whole
 corpus every iteration. Online learning codes one mini-batch of documents at
 a time with the compiled kernel (cold start, `code_batch`), then takes the
-stochastic dictionary step (`stochastic_dictionary_step`), so memory is
-bounded by the batch size. The learners `stc.learners.online` (in memory) and
-`stc.learners.dask_online` (a dask array's partitions) run them.
+stochastic dictionary step (`stochastic_dictionary_step`; both:
+`learn_from_batch`), so memory is bounded by the batch size. The learners
+`stc.learners.online` (in memory) and `stc.learners.dask_online` (a dask
+array's partitions) run them.
 
 The dictionary step follows online EM / stochastic majorisation-minimisation
 (Mairal et al. 2010, Hoffman et al. 2010, Cappe and Moulines 2009) for the
@@ -285,3 +286,20 @@ def stochastic_dictionary_step(beta, statistics, rho, n_docs, terms, sums, respo
             # The batch's responsibilities at the new topics, for the next MM step.
             responsibilities = responsibilities_at(beta, terms)
     return statistics
+
+
+def learn_from_batch(problem, X, beta, statistics, rho, *, max_steps=3, n_jobs=None):
+    """Code CSR batch ``X`` with ``beta``, then take the stochastic dictionary step.
+
+    ``statistics`` is an `OnlineStatistics` or None (first batch: started at
+    ``beta``). ``beta`` (C-contiguous float64) and ``statistics`` are updated
+    in place. Returns (beta, statistics, `BatchOutcome`).
+    """
+    batch = code_batch(problem, X, beta, n_jobs)
+    if max_steps == 1:
+        batch.codes = None  # no MM step re-reads them: free them before the step
+    statistics = stochastic_dictionary_step(
+        beta, statistics, rho, X.shape[0], batch.layout.terms, batch,
+        lambda topics, terms: batch.responsibilities_at(problem.loss, topics, terms, n_jobs),
+        max_steps=max_steps, n_jobs=n_jobs)
+    return beta, statistics, batch.outcome

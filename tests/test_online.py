@@ -14,9 +14,8 @@ from stc.coding import CodingProblem, code_new_documents
 from stc.dictionary import CorpusLayout, update_dictionary
 from stc.losses import get_loss
 from stc._core._simplex import online_block_step
-from stc.learners.online import learn_from_batch
 from stc.stochastic_dictionary import (NEW_TERM_SHARE, OnlineStatistics, introduce_new_terms,
-                                       learning_rate, simplex_minimiser)
+                                       learn_from_batch, learning_rate, simplex_minimiser)
 
 SMALL = dict(n_topics=5, lambda_=0.1, rho=0.01, random_state=0)
 

@@ -4,8 +4,8 @@
 passes over the documents in shuffled mini-batches, `learn_stream`
 (``STC.fit_stream``) over an iterable of batches as given, and
 `learn_batch` (``STC.partial_fit``, and every batch of the others) learns
-from one batch (`learn_from_batch`: `stc.stochastic_dictionary`'s coding of
-the batch and its step). The state carried from batch to batch
+from one batch (`stc.stochastic_dictionary.learn_from_batch`: the batch coded,
+then the stochastic dictionary step). The state carried from batch to batch
 (`OnlineState`) is the estimator's online attributes, so ``partial_fit``
 goes on after a fit, a save and a load. `run_passes` drives the passes, here
 and for a dask array's rounds (`stc.learners.dask_online`): the topic
@@ -20,8 +20,8 @@ from sklearn.utils import check_random_state
 from stc.dictionary import initial_dictionary
 from stc.learners import LearnedTopics
 from stc.progress import OnlineProgressPrinter, StopRequest
-from stc.stochastic_dictionary import (OnlineStatistics, code_batch, introduce_new_terms,
-                                       learning_rate, stochastic_dictionary_step)
+from stc.stochastic_dictionary import (OnlineStatistics, introduce_new_terms, learn_from_batch,
+                                       learning_rate)
 
 
 @dataclass
@@ -72,23 +72,6 @@ def start_batch(X, state, options, rng):
     state.n_batch_iter += 1
     return statistics, learning_rate(state.n_batch_iter, options.learning_offset,
                                      options.learning_decay)
-
-
-def learn_from_batch(problem, X, beta, statistics, rho, *, max_steps=3, n_jobs=None):
-    """Code CSR batch ``X`` with ``beta``, then take the stochastic dictionary step.
-
-    ``statistics`` is an `OnlineStatistics` or None (first batch: started at
-    ``beta``). ``beta`` (C-contiguous float64) and ``statistics`` are updated
-    in place. Returns (beta, statistics, `BatchOutcome`).
-    """
-    batch = code_batch(problem, X, beta, n_jobs)
-    if max_steps == 1:
-        batch.codes = None  # no MM step re-reads them: free them before the step
-    statistics = stochastic_dictionary_step(
-        beta, statistics, rho, X.shape[0], batch.layout.terms, batch,
-        lambda topics, terms: batch.responsibilities_at(problem.loss, topics, terms, n_jobs),
-        max_steps=max_steps, n_jobs=n_jobs)
-    return beta, statistics, batch.outcome
 
 
 def learn(problem, X, options, state=None, *, y=None, learn_one=None):

@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from stc._validation import user_stacklevel
 from stc.coding import zero_code_fraction
 
 
@@ -171,18 +172,19 @@ class OnlineProgressPrinter:
 def warn_if_unfinished(estimator, converged, interrupted, capped_documents):
     """ConvergenceWarning / FitInterruptedWarning at the end of a fit, as the case may be."""
     name = type(estimator).__name__
+    level = user_stacklevel()  # the user's call, whichever of the package's functions fits
     if interrupted:
         warnings.warn(f"{name} fit interrupted after {estimator.n_iter_} iterations; the model "
-                      "holds the topics learned so far", FitInterruptedWarning, stacklevel=4)
+                      "holds the topics learned so far", FitInterruptedWarning, stacklevel=level)
     elif not converged:
         warnings.warn(f"{name} stopped at max_iter={estimator.max_iter} before the relative "
                       f"objective decrease fell under tol={estimator.tol}; raise max_iter or tol",
-                      ConvergenceWarning, stacklevel=4)
+                      ConvergenceWarning, stacklevel=level)
     if capped_documents:
         warnings.warn(f"{capped_documents} documents stopped at inner_max_iter="
                       f"{estimator.inner_max_iter} coding sweeps before meeting inner_tol="
                       f"{estimator.inner_tol}; raise inner_max_iter or inner_tol",
-                      ConvergenceWarning, stacklevel=4)
+                      ConvergenceWarning, stacklevel=level)
 
 
 def count_capped(result, problem):

@@ -9,7 +9,7 @@ __version__ = "0.1.0"
 
 # The public names are imported on first use (PEP 562), so that `import stc` (and the
 # `stc` command's quick answers) need not load scikit-learn and scipy.
-_PUBLIC = {"DataWarning": "stc._validation", "FitInterruptedWarning": "stc.training",
+_PUBLIC = {"DataWarning": "stc._validation", "FitInterruptedWarning": "stc.progress",
            "MedSTC": "stc.supervised", "STC": "stc._stc", "openmp_enabled": "stc._core._openmp",
            "load": "stc._persistence", "report": "stc._report",
            "show_config": "stc._config"}
@@ -17,8 +17,8 @@ _PUBLIC = {"DataWarning": "stc._validation", "FitInterruptedWarning": "stc.train
 _IMPORTED_FIRST = {"load": ("stc._stc", "stc.supervised")}
 # Submodules that `import stc` used to import, so that `stc.losses` etc. still work.
 _SUBMODULES = ("_core", "_persistence", "_report", "_stc", "_validation", "coding",
-               "completion", "dictionary", "distributed", "inspect", "losses", "online",
-               "supervised", "training")
+               "completion", "dictionary", "inspect", "learners", "losses", "progress",
+               "stochastic_dictionary", "supervised", "training")
 
 
 def __getattr__(name):

@@ -13,19 +13,20 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from stc._persistence import register_estimator, save_model
 from stc._validation import (N_JOBS, RANDOM_STATE, InstanceOf, Interval, NoneValue, Options,
-                             as_count_matrix, check_fitted_finite, check_input_values,
-                             check_training_corpus, validate_params, warn_dominant_count)
+                             check_fitted_finite, check_training_corpus, training_counts,
+                             validate_params, validated_counts, warn_dominant_count)
 from stc.coding import CodingProblem, code_known_terms
 from stc.completion import check_scorable, held_out_score, split_entries
-from stc.distributed import check_dask_loss, current_client, is_dask_array, refuse_dask_array
 from stc.learners import LearningOptions, batch, dask_batch, dask_online, online
+from stc.learners.partitions import (check_dask_loss, current_client, is_dask_array,
+                                     refuse_dask_array)
 from stc.losses import CompiledLoss, PythonLoss, get_loss
-from stc.online import OnlineStatistics, check_online_loss
-from stc.training import count_capped, warn_if_unfinished
+from stc.progress import count_capped, warn_if_unfinished
+from stc.stochastic_dictionary import OnlineStatistics, check_online_loss
 
 
 # The learner of each way of learning: (a dask array?, learning_method) -> its module.
@@ -336,9 +337,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return problem
 
     def _validate_X(self, X, reset, loss, copy=True):
-        check_input_values(X)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset)
-        return as_count_matrix(sp.csr_matrix(X, copy=False), loss, copy=copy)
+        return validated_counts(self, X, loss, reset=reset, copy=copy)
 
     @property
     def _n_features_out(self):
@@ -374,27 +373,45 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             self._check_init_of_batch_learning()
         if distributed:
             check_dask_loss(loss)
+            supervision = self._supervision(distributed, X, y, None)
             client = current_client()
             self._forget_earlier_fit()
             # w_bar is the whole array's, which only the partitions know: the learner
             # builds the coding problem once it has gathered it
             fitted = learner.learn(self._coding_problem, X, self._learning_options(),
-                                   client=client, loss=loss)
+                                   client=client, loss=loss,
+                                   **({} if supervision is None else
+                                      supervision.learner_arguments()))
             self.n_features_in_ = X.shape[1]
-            self._use_count_scale(fitted.count_scale)
+            problem = self._use_count_scale(fitted.count_scale)
         else:
             online_learning = self.learning_method == "online"
             if online_learning:
                 check_online_loss(loss)
             # Online learning reads X batch by batch: X in the counts' layout is not copied.
-            X = self._validate_X(X, reset=True, loss=loss, copy=not online_learning)
-            check_training_corpus(X)
-            problem = self._set_count_scale(X)
+            X, count_scale = training_counts(self, X, loss, copy=not online_learning)
+            problem = self._use_count_scale(count_scale)
+            supervision = self._supervision(distributed, X, y, problem)
             self._forget_earlier_fit()
-            fitted = learner.learn(problem, X, self._learning_options())
+            fitted = learner.learn(problem, X, self._learning_options(),
+                                   **({} if supervision is None else
+                                      supervision.learner_arguments()))
         self._store_fitted(fitted)
+        if supervision is not None:
+            supervision.finish(self, fitted, X, problem)
         self.fit_time_ = time.perf_counter() - start
         return self
+
+    def _supervision(self, distributed, X, y, problem):
+        """What a subclass adds to the way of learning (MedSTC: its labels' object); None here.
+
+        Called once ``X`` is checked (in memory: validated, with the coding
+        ``problem``; a dask array: before its partitions exist, ``problem``
+        None). The object gives the learner's extra arguments
+        (``learner_arguments()``) and ends the fit (``finish(model, fitted, X,
+        problem)``).
+        """
+        return None
 
     def _store_fitted(self, fitted):
         """Keep a learner's `LearnedTopics` as the fitted attributes; warn if unfinished."""

@@ -7,10 +7,16 @@ the right type outside the allowed range or set raises ValueError; both name
 the parameter.
 """
 import numbers
+import os
+import sys
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.validation import validate_data
+
+# The package's folder: a warning of a fit points at the first caller outside it.
+PACKAGE_FOLDER = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class DataWarning(UserWarning):
@@ -191,6 +197,28 @@ def check_data_scale(values, loss, name="X"):
             f"{means[0]:g}); rescale {name}, e.g. divide it by its largest value")
 
 
+def validated_counts(estimator, X, loss, *, reset, copy=True):
+    """``X`` as ``estimator``'s counts: scikit-learn's checks (``reset``: set
+    ``n_features_in_``), then `as_count_matrix`."""
+    check_input_values(X)
+    X = validate_data(estimator, X, accept_sparse="csr", dtype=np.float64, reset=reset)
+    return as_count_matrix(sp.csr_matrix(X, copy=False), loss, copy=copy)
+
+
+def training_counts(estimator, X, loss, *, copy=True):
+    """``X`` checked as the corpus ``estimator`` learns from, and w_bar, its mean stored count.
+
+    ``X`` as `validated_counts` gives it, with a document to learn from
+    (`check_training_corpus`); with rho in relative units, a warning if one
+    entry sets w_bar (`warn_dominant_count`).
+    """
+    X = validated_counts(estimator, X, loss, reset=True, copy=copy)
+    check_training_corpus(X)
+    if estimator.rho_units == "relative":
+        warn_dominant_count(X.data)
+    return X, float(X.data.mean())
+
+
 def check_training_corpus(X, name="X"):
     """Refuse a corpus with nothing to learn from (every document empty)."""
     if X.nnz == 0:
@@ -234,7 +262,20 @@ def warn_dominant_count(values, name="X"):
             f"so it sets w_bar, the mean count that rho in relative units scales with "
             f"(w_bar = {total / values.size:g}): rho's weight is far larger than the other "
             "counts suggest, and most codes may be zero. Clean the outlier from the data, or give "
-            "rho in absolute units (rho_units='absolute')", DataWarning, stacklevel=4)
+            "rho in absolute units (rho_units='absolute')", DataWarning,
+            stacklevel=user_stacklevel())
+
+
+def user_stacklevel():
+    """The ``stacklevel`` that points the caller's warning at the first frame outside stc.
+
+    A fit goes through several of the package's functions (MedSTC's through
+    STC's), so a fixed stacklevel would point inside the package.
+    """
+    level, frame = 1, sys._getframe(1)  # 1: the caller, which calls warnings.warn
+    while frame is not None and frame.f_code.co_filename.startswith(PACKAGE_FOLDER):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def check_fitted_finite(estimator, *names):

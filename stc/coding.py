@@ -62,6 +62,19 @@ class CodingProblem:
                              self.code_penalty, max_iter, self.tol, self.newton_steps)
 
 
+def iteration_problem(problem, sweeps):
+    """The coding problem of one outer iteration: at most ``sweeps`` sweeps (None: as given).
+
+    The paper codes every document to convergence in each outer iteration.
+    Stopping after one sweep (warm-started from the last iteration's codes)
+    still decreases objective (2) in every iteration, and the codes converge
+    with the topics over the outer iterations, in less time than the paper's
+    step (docs/algorithms.md). A sweep that stops at the cap has not
+    "failed", so such steps report no capped documents.
+    """
+    return problem if sweeps is None else problem.with_max_iter(min(sweeps, problem.max_iter))
+
+
 class CodingResult(NamedTuple):
     """Per-document outcome of a coding call."""
 

@@ -15,7 +15,8 @@ from stc.supervised import medstc as medstc_module
 from stc.supervised.steps import (ShiftedMeanCodingStep, SVMStep, medstc_objective,
                                   shifted_mean_term)
 from stc.supervised.svm import primal_objective
-from stc.training import TrainingState, iteration_problem
+from stc.coding import iteration_problem
+from stc.training import TrainingState
 
 from conftest import brief_fit
 

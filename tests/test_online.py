@@ -15,8 +15,8 @@ from stc.dictionary import CorpusLayout, update_dictionary
 from stc.losses import get_loss
 from stc._core._simplex import (OnlineBlock, online_block_finish, online_block_solve,
                                 online_block_start)
-from stc.online import (NEW_TERM_SHARE, OnlineStatistics, introduce_new_terms, learn_from_batch,
-                        learning_rate, simplex_minimiser)
+from stc.stochastic_dictionary import (NEW_TERM_SHARE, OnlineStatistics, introduce_new_terms,
+                                       learn_from_batch, learning_rate, simplex_minimiser)
 
 SMALL = dict(n_topics=5, lambda_=0.1, rho=0.01, random_state=0)
 

@@ -13,7 +13,8 @@ from stc import STC, MedSTC
 from stc.coding import code_documents
 from stc.datasets import load_newsgroups_split
 from stc.learners.batch import initial_state
-from stc.training import CodingStep, iteration_problem
+from stc.coding import iteration_problem
+from stc.training import CodingStep
 
 from conftest import brief_fit
 

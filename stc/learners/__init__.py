@@ -7,15 +7,16 @@
   (``partial_fit``, one batch, and every batch of the others).
 * `dask_batch`, `dask_online`: the same over a dask array's partitions, on
   the current dask.distributed client; ``learn`` (both with MedSTC's
-  steps too, `stc.supervised.distributed`).
+  steps too, `stc.supervised.dask_steps`).
 
 A learner takes the coding problem (`stc.coding.CodingProblem`; for a dask
 array a function of the mean count w_bar, which only the partitions know),
 the data, the starting state and the `LearningOptions`, and returns the
 `LearnedTopics`, which the estimator keeps as its fitted attributes. A
 learner is given no estimator; the steps it runs are
-`stc.training`'s (batch), `stc.online`'s (mini-batches) and
-`stc.distributed`'s (the workers' side). A new way of learning is a module
+`stc.training`'s (batch) and `stc.stochastic_dictionary`'s (mini-batches);
+each learner holds its engine (the Dask learners their partitions' tasks,
+on `stc.learners.partitions`). A new way of learning is a module
 here and one line of `stc._stc.LEARNERS`.
 """
 from dataclasses import dataclass

@@ -12,7 +12,8 @@ from stc.coding import entry_codes, initial_codes, start_value_in_domain
 from stc.dictionary import (CorpusLayout, NonFiniteLossError, initial_dictionary,
                             nndsvd_dictionary, resolved_init)
 from stc.learners import LearnedTopics
-from stc.training import (CodingStep, DictionaryStep, ProgressPrinter, TrainingState, alternate,
+from stc.progress import ProgressPrinter
+from stc.training import (CodingStep, DictionaryStep, TrainingState, alternate,
                           relative_decrease_below)
 
 

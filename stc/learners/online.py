@@ -4,9 +4,13 @@
 passes over the documents in shuffled mini-batches, `learn_stream`
 (``STC.fit_stream``) over an iterable of batches as given, and
 `learn_batch` (``STC.partial_fit``, and every batch of the others) learns
-from one batch. The step's arithmetic is `stc.online`'s. The state carried
-from batch to batch (`OnlineState`) is the estimator's online attributes, so
-``partial_fit`` goes on after a fit, a save and a load.
+from one batch (`stc.stochastic_dictionary.learn_from_batch`: the batch coded,
+then the stochastic dictionary step). The state carried from batch to batch
+(`OnlineState`) is the estimator's online attributes, so ``partial_fit``
+goes on after a fit, a save and a load. `run_passes` drives the passes, here
+and for a dask array's rounds (`stc.learners.dask_online`): the topic
+averaging of the last pass, the progress lines, Ctrl-C and the objective
+per pass.
 """
 from dataclasses import dataclass
 
@@ -15,9 +19,9 @@ from sklearn.utils import check_random_state
 
 from stc.dictionary import initial_dictionary
 from stc.learners import LearnedTopics
-from stc.online import (OnlineStatistics, TopicAverage, averaging_start, introduce_new_terms,
-                        learn_from_batch, learning_rate)
-from stc.training import OnlineProgressPrinter, StopRequest
+from stc.progress import OnlineProgressPrinter, StopRequest
+from stc.stochastic_dictionary import (OnlineStatistics, introduce_new_terms, learn_from_batch,
+                                       learning_rate)
 
 
 @dataclass
@@ -116,12 +120,31 @@ def learn_stream(problem_of, make_batches, n_batches, options, state=None, *, le
                    check_random_state(options.random_state), learn_one)
 
 
-def _batch_rows(batch):
-    return (batch[0] if isinstance(batch, tuple) else batch).shape[0]
-
-
 def _passes(problem_of, make_batches, n_batches, state, options, rng, learn_one=None):
     """The passes of `learn` and `learn_stream` over ``make_batches()``."""
+    def learn_from(batch, pass_number):
+        rows = (batch[0] if isinstance(batch, tuple) else batch).shape[0]
+        if rows == 0:
+            return None
+        if learn_one is None:
+            return learn_batch(problem_of(), batch, state, options, rng)
+        return learn_one(problem_of(), batch, state, options, rng, pass_number)
+
+    return run_passes(lambda pass_number: make_batches(), learn_from, state, n_batches, options)
+
+
+def run_passes(make_batches, learn_from, state, n_batches, options):
+    """``options.n_passes`` passes of ``learn_from`` over the batches; returns the `LearnedTopics`.
+
+    ``make_batches(pass_number)`` yields a pass's batches (any objects);
+    ``learn_from(batch, pass_number)`` learns from one, updating the
+    `OnlineState` ``state``, and returns its `BatchOutcome` (None: the batch
+    had no document and is skipped). ``n_batches``, the batches per pass, may
+    be None: it is then counted in the first pass. With
+    ``options.topic_averaging`` the topics end as the mean of those after
+    each of the last batches of the last pass (`TopicAverage`). A Ctrl-C
+    ends the passes after the current batch.
+    """
     progress = (OnlineProgressPrinter(options.n_passes, n_batches,
                                       every_batch=options.verbose >= 2)
                 if options.verbose else None)
@@ -132,13 +155,10 @@ def _passes(problem_of, make_batches, n_batches, state, options, rng, learn_one=
             total = 0.0
             first_averaged = (averaging_start(n_batches, options.topic_averaging)
                               if pass_number == options.n_passes else None)
-            for batch_number, batch in enumerate(make_batches(), start=1):
-                if _batch_rows(batch) == 0:
+            for batch_number, batch in enumerate(make_batches(pass_number), start=1):
+                outcome = learn_from(batch, pass_number)
+                if outcome is None:
                     continue
-                if learn_one is None:
-                    outcome = learn_batch(problem_of(), batch, state, options, rng)
-                else:
-                    outcome = learn_one(problem_of(), batch, state, options, rng, pass_number)
                 if first_averaged is not None and batch_number >= first_averaged:
                     average.add(state.components)
                 total += outcome.objective
@@ -162,3 +182,39 @@ def _passes(problem_of, make_batches, n_batches, state, options, rng, learn_one=
     return LearnedTopics(state.components, state.term_counts, np.asarray(pass_objectives),
                          len(pass_objectives), stop.requested, converged=True,
                          capped_documents=capped, online=state)
+
+
+class TopicAverage:
+    """Mean of the topics over the last batches of the last pass (Polyak-Ruppert averaging).
+
+    The stochastic step's topics jitter from batch to batch with the batches'
+    noise; their mean over the last batches evens it out
+    (``benchmarks/results_online_tuning.md``). Holds one (K, N) array.
+    """
+
+    def __init__(self):
+        self.total, self.count = None, 0
+
+    def add(self, beta):
+        if self.total is None:
+            self.total = np.array(beta, dtype=np.float64, copy=True)
+        else:
+            self.total += beta
+        self.count += 1
+
+    def mean(self):
+        """The mean topics (the running sum is divided in place and handed over)."""
+        mean, self.total = self.total, None
+        mean /= self.count
+        return mean
+
+
+def averaging_start(n_batches, share):
+    """Position (from 1) of the first batch of the last pass whose topics enter the average.
+
+    The last ceil(share x n_batches) batches are averaged; None when
+    ``share`` is 0 or the number of batches per pass is unknown.
+    """
+    if not n_batches or not share > 0:
+        return None
+    return n_batches - int(np.ceil(share * n_batches)) + 1

@@ -16,15 +16,15 @@ from libc.math cimport INFINITY, NAN, fabs, fmax, fmin, isfinite, sqrt
 
 import numpy as np
 
-from stc.losses import _constants
+from stc.losses import _solver_settings
 from stc.losses._python import check_solutions
 
-# The solver's settings live in `_constants` (shared with the numpy solver in
+# The solver's settings live in `_solver_settings` (shared with the numpy solver in
 # `_python.py`); C copies keep the nogil loops free of Python lookups.
-cdef double NEWTON_RTOL = _constants.NEWTON_RTOL
-cdef int NEWTON_MAX_ITER = _constants.NEWTON_MAX_ITER
-cdef int BRACKET_MAX_DOUBLINGS = _constants.BRACKET_MAX_DOUBLINGS
-cdef double DOMAIN_MARGIN = _constants.DOMAIN_MARGIN
+cdef double NEWTON_RTOL = _solver_settings.NEWTON_RTOL
+cdef int NEWTON_MAX_ITER = _solver_settings.NEWTON_MAX_ITER
+cdef int BRACKET_MAX_DOUBLINGS = _solver_settings.BRACKET_MAX_DOUBLINGS
+cdef double DOMAIN_MARGIN = _solver_settings.DOMAIN_MARGIN
 cdef double SMALLEST_POSITIVE = 5e-324  # the smallest positive (subnormal) double
 
 

@@ -8,8 +8,8 @@ topic per sweep for all words of all documents at once.
 import numpy as np
 
 from stc._core._constants import FAILURE_HESSIAN, FAILURE_SOLVER
-from stc.losses._constants import (BRACKET_MAX_DOUBLINGS, DOMAIN_MARGIN, NEWTON_MAX_ITER,
-                                   NEWTON_RTOL)
+from stc.losses._solver_settings import (BRACKET_MAX_DOUBLINGS, DOMAIN_MARGIN,
+                                         NEWTON_MAX_ITER, NEWTON_RTOL)
 
 SMALLEST_POSITIVE = 5e-324  # the smallest positive (subnormal) double
 

@@ -7,7 +7,7 @@ Problem (4): minimise over topics, codes and the classifier eta
 
 `stc.supervised.steps.medstc_objective` computes it. Training runs the batch
 learner (`stc.learners.batch`, the outer loop `stc.training.alternate`; for a
-dask array `stc.learners.dask_batch`, with `stc.supervised.distributed`) with
+dask array `stc.learners.dask_batch`, with `stc.supervised.dask_steps`) with
 two steps of its own (`stc.supervised.steps`):
   1. `ShiftedMeanCodingStep`: the same compiled kernel as STC, with theta's
      shifted mean: each document-code step minimises its objective minus
@@ -26,10 +26,15 @@ labels (``refit_C``; see `MedSTC`). Test documents are coded without labels
 
 Online learning (``learning_method="online"``, `MedSTC.fit_stream`,
 `MedSTC.partial_fit`) runs STC's online learner with the batch step of
-`stc.supervised.online`: shifted-mean coding of each mini-batch, STC's
+`stc.supervised.online_steps`: shifted-mean coding of each mini-batch, STC's
 stochastic dictionary step and Pegasos steps for eta; for a dask array
 (`fit`), STC's online learner on Dask with that step split between the
-workers (coding) and the client (eta's steps; `stc.supervised.distributed`).
+workers (coding) and the client (eta's steps; `stc.supervised.dask_steps`).
+
+`MedSTC.fit` is `STC.fit`: the learner of the way of learning (in memory or
+on a dask array, batch or online; `stc._stc.LEARNERS`), given what the labels
+add to it by one object per way (`SUPERVISION`), which also ends the fit: the
+refit and the classifier's fitted attributes.
 """
 import numbers
 import time
@@ -44,16 +49,18 @@ from sklearn.utils.validation import check_is_fitted
 from stc._core._dense import row_products
 from stc._persistence import register_estimator
 from stc._stc import STC
-from stc.distributed import check_dask_loss, current_client, is_dask_array, refuse_dask_array
 from stc._validation import (Interval, NoneValue, Options, check_fitted_finite, check_labels,
                              check_training_corpus)
-from stc.learners import batch, dask_batch, dask_online, online
-from stc.online import check_online_loss
+from stc.learners import online
+from stc.learners.partitions import is_dask_array, refuse_dask_array
+from stc.stochastic_dictionary import check_online_loss
+from stc.supervised.dask_steps import DaskOnlineLabels, DaskSupervision
+from stc.supervised.online_steps import (ONLINE_COUNTERS, OnlineLabels, labelled_step,
+                                         learn_labelled_batch, new_supervision, refit_online,
+                                         store_online_classifier)
 # REFIT_C_SCALE is read here by the docs and benchmarks as stc.supervised.medstc.REFIT_C_SCALE
-from stc.supervised.steps import (REFIT_C_SCALE, ShiftedMeanCodingStep, SVMStep,  # noqa: F401
+from stc.supervised.steps import (REFIT_C_SCALE, BatchSupervision,  # noqa: F401
                                   refit_C_of_scale)
-from stc.supervised.svm import CuttingPlaneSVM
-from stc.training import warn_if_unfinished
 
 
 # The SVM's dual variables lie on a simplex of radius C, which the projection
@@ -70,17 +77,11 @@ def auto_refit_C(theta):
     return refit_C_of_scale(mean_square_norm)
 
 
-# Online learning's counters: fitted attribute -> `OnlineSupervision` field (saved with
-# the model, so that partial_fit goes on where the fit stopped).
-ONLINE_COUNTERS = {
-    "online_total_samples_": "total_samples",
-    "n_docs_seen_": "n_docs_seen",
-    "online_svm_steps_": "svm_steps",
-    "online_refit_steps_": "refit_steps",
-    "online_refit_square_norms_": "refit_square_norms",
-    "online_refit_docs_": "refit_docs",
-    "rejected_steps_": "rejected",
-}
+# What supervision adds to each way of learning (the keys of `stc._stc.LEARNERS`): one
+# object per way, which gives the learner its labelled steps and ends the fit (the refit,
+# the classifier's records).
+SUPERVISION = {(False, "batch"): BatchSupervision, (False, "online"): OnlineLabels,
+               (True, "batch"): DaskSupervision, (True, "online"): DaskOnlineLabels}
 
 
 @register_estimator
@@ -97,9 +98,10 @@ class MedSTC(ClassifierMixin, STC):
     memory or, for a dask array of CSR row blocks, on the current
     dask.distributed client (`fit`), or online learning, in memory
     (``learning_method="online"``, `fit_stream`, `partial_fit`;
-    `stc.supervised.online`) or on Dask (`fit`): each mini-batch is coded with the shifted mean
-    of the current eta, the topics take STC's stochastic dictionary step and
-    eta a Pegasos step on the batch's codes (`stochastic_svm_step`); the
+    `stc.supervised.online_steps`) or on Dask (`fit`): each mini-batch is
+    coded with the shifted mean of the current eta, the topics take STC's
+    stochastic dictionary step and eta a Pegasos step on the batch's codes
+    (`stochastic_svm_step`); the
     refit runs on every batch coded without labels with the final topics.
     Online learning's parameters (``batch_size``, ``learning_decay``,
     ``learning_offset``, ``n_passes``, ``topic_averaging``) are STC's, with
@@ -265,98 +267,21 @@ class MedSTC(ClassifierMixin, STC):
 
         ``X`` may be a dask array of CSR row blocks (the ``[dask]`` extra), as
         for `STC.fit`: the fit then runs on the current dask.distributed client
-        (`stc.supervised.distributed`), with ``y`` a dask or numpy array of
+        (`stc.supervised.dask_steps`), with ``y`` a dask or numpy array of
         one label per row; the labels, small next to ``X``, are gathered on
         the client and each partition gets its rows' labels. With
         ``learning_method="online"`` the mini-batches are the rounds of STC's
         online learning on Dask (slices of every partition), and the fit is
         `fit_stream` over them.
         """
-        start = time.perf_counter()
-        loss = self._checked_loss()
-        if is_dask_array(X):
-            if self.learning_method == "online":
-                return self._fit_dask_online(X, y, loss, start)
-            return self._fit_dask(X, y, loss, start)
-        if self.learning_method == "online":
-            return self._fit_online(X, y, loss, start)
-        X = self._validate_X(X, reset=True, loss=loss)
-        check_training_corpus(X)
-        problem = self._set_count_scale(X)
-        encoder, y_index = self._encoded_labels(y, X.shape[0])
-        self._forget_earlier_fit()
-        svm_step = SVMStep(self.C, self.cost, self.svm_tol, self.svm_max_iter, y_index)
-        coding_step = ShiftedMeanCodingStep(problem, svm_step, X.shape[0], self.n_jobs,
-                                            self.sweeps_per_iteration)
-        self._store_fitted(batch.learn(problem, X, self._learning_options(),
-                                       coding_step=coding_step, extra_step=svm_step,
-                                       describe=coding_step.describe))
-        self._store_classifier(encoder, svm_step, coding_step.reverted)
-        self.coef_, self.refit_train_accuracy_, self.refit_C_ = self.joint_coef_, None, None
-        if self.refit_C is not None:
-            self.coef_, self.refit_train_accuracy_, self.refit_C_ = self._refit_classifier(
-                X, y_index)
-        self.fit_time_ = time.perf_counter() - start
-        return self
+        return super().fit(X, y)
 
-    def _fit_dask(self, X, y, loss, start):
-        """`fit` of a dask array of CSR row blocks on the current dask.distributed client."""
-        from stc.supervised.distributed import DaskSupervision
-
-        self._check_init_of_batch_learning()
-        check_dask_loss(loss)
-        encoder, y_index = self._dask_labels(X, y)
-        client = current_client()
-        supervision = DaskSupervision(y_index, encoder.classes_.size, self.C, self.cost,
-                                      self.svm_tol, self.svm_max_iter, self.n_jobs,
-                                      self.sweeps_per_iteration)
-        self._forget_earlier_fit()
-        fitted = dask_batch.learn(self._coding_problem, X, self._learning_options(),
-                                  client=client, loss=loss, steps=supervision)
-        self.n_features_in_ = X.shape[1]
-        self._use_count_scale(fitted.count_scale)
-        self._store_fitted(fitted)
-        self._store_classifier(encoder, supervision, supervision.reverted)
-        self.coef_, self.refit_train_accuracy_, self.refit_C_ = self.joint_coef_, None, None
-        if self.refit_C is not None:
-            mean_square_norm, capped = supervision.refit_codes(self._coding_problem(),
-                                                               self.components_)
-            if capped:  # as transform warns in the fit in memory
-                warn_if_unfinished(self, True, False, capped)
-            self.refit_C_ = (refit_C_of_scale(mean_square_norm) if self.refit_C == "auto"
-                             else float(self.refit_C))
-            self.coef_, self.refit_train_accuracy_ = supervision.refit(self.refit_C_)
-        self.fit_time_ = time.perf_counter() - start
-        return self
-
-    def _fit_dask_online(self, X, y, loss, start):
-        """`fit` of a dask array with ``learning_method="online"`` (`stc.supervised.distributed`).
-
-        STC's rounds on Dask with online MedSTC's step, then the refit's pass.
-        """
-        from stc.supervised.distributed import DaskOnlineLabels
-
-        self._check_init_of_batch_learning()
-        check_dask_loss(loss)
-        encoder, y_index = self._dask_labels(X, y)
-        client = current_client()
-        self._forget_earlier_fit()
-        supervision = self._new_supervision(encoder.classes_.size)
-        labels = DaskOnlineLabels(y_index, supervision, self.n_jobs)
-        fitted = dask_online.learn(self._coding_problem, X, self._learning_options(),
-                                   client=client, loss=loss, labels=labels)
-        self.n_features_in_ = X.shape[1]
-        self._use_count_scale(fitted.count_scale)
-        self._store_fitted(fitted)
-        if self.refit_C is not None and not fitted.interrupted:
-            # one more pass, in a new order of each partition's rows
-            capped = labels.refit_pass(self._coding_problem(), self.components_,
-                                       self.n_passes + 1)
-            if capped:  # as transform warns
-                warn_if_unfinished(self, True, False, capped)
-        self._store_online_classifier(encoder.classes_, supervision)
-        self.fit_time_ = time.perf_counter() - start
-        return self
+    def _supervision(self, distributed, X, y, problem):
+        """The labels' object of this way of learning (`SUPERVISION`), with ``y`` checked."""
+        encoder, y_index = (self._dask_labels(X, y) if distributed
+                            else self._encoded_labels(y, X.shape[0]))
+        return SUPERVISION[distributed, self.learning_method](self, encoder.classes_, y_index,
+                                                              problem)
 
     def _dask_labels(self, X, y):
         """(LabelEncoder, class indices) of the labels ``y`` of dask array ``X``.
@@ -391,30 +316,6 @@ class MedSTC(ClassifierMixin, STC):
             raise ValueError("MedSTC needs at least 2 classes in y, got 1")
         return encoder, encoder.transform(y)
 
-    def _store_classifier(self, encoder, svm_step, reverted):
-        """The loop's classifier and its records (``svm_step``: eta, hinge, accuracy)."""
-        self.classes_ = encoder.classes_
-        self.joint_coef_ = svm_step.coef
-        self.hinge_ = np.asarray(svm_step.hinge)
-        self.train_accuracy_ = np.asarray(svm_step.accuracy)
-        # iteration 1 codes without labels (no classifier yet): nothing to reject
-        self.rejected_steps_ = np.asarray([0] + reverted[:self.n_iter_ - 1])
-
-    def _refit_svm(self, C):
-        """The (unfitted) SVM of the final step, with weight ``C`` (see ``refit_C``)."""
-        return CuttingPlaneSVM(C=C, cost=self.cost, tol=self.svm_tol, max_iter=self.svm_max_iter)
-
-    def _refit_classifier(self, X, y_index):
-        """eta refitted on the label-free codes of the training documents (``refit_C``).
-
-        Returns (eta, its training accuracy, the C used).
-        """
-        theta = self.transform(X)
-        C = auto_refit_C(theta) if self.refit_C == "auto" else float(self.refit_C)
-        svm = self._refit_svm(C).fit(theta, y_index)
-        accuracy = float(np.mean(np.argmax(row_products(theta, svm.coef_), axis=1) == y_index))
-        return svm.coef_, accuracy, C
-
     def decision_function(self, X):
         """Scores eta_y . theta for every class, shape (n_docs, n_classes)."""
         check_is_fitted(self, "coef_")
@@ -434,75 +335,11 @@ class MedSTC(ClassifierMixin, STC):
         tags.estimator_type = "classifier"
         return tags
 
-    # ---- online learning (stc.supervised.online)
-
-    def _fit_online(self, X, y, loss, start):
-        """`fit` with ``learning_method="online"``: passes over X in shuffled mini-batches."""
-        check_online_loss(loss)
-        self._check_init_of_batch_learning()
-        # read batch by batch: X in the counts' layout is not copied
-        X = self._validate_X(X, reset=True, loss=loss, copy=False)
-        check_training_corpus(X)
-        problem = self._set_count_scale(X)
-        encoder, y_index = self._encoded_labels(y, X.shape[0])
-        self._forget_earlier_fit()
-        supervision = self._new_supervision(encoder.classes_.size)
-        if supervision.total_samples is None:  # D of (4): the training documents
-            supervision.total_samples = X.shape[0]
-        fitted = online.learn(problem, X, self._learning_options(), y=y_index,
-                              learn_one=self._labelled_step(supervision, refit=False))
-        self._store_fitted(fitted)
-        if self.refit_C is not None and not fitted.interrupted:
-            # in a new shuffled order: rows sorted by class would make the steps cycle
-            order = check_random_state(self.random_state).permutation(X.shape[0])
-            self._refit_pass(problem, ((online.rows_of(X, order[first:first + self.batch_size]),
-                                        y_index[order[first:first + self.batch_size]])
-                                       for first in range(0, X.shape[0], self.batch_size)),
-                             supervision)
-        self._store_online_classifier(encoder.classes_, supervision)
-        self.fit_time_ = time.perf_counter() - start
-        return self
-
-    def _new_supervision(self, n_classes):
-        from stc.supervised.online import OnlineSupervision
-
-        return OnlineSupervision(n_classes, float(self.C), float(self.cost), self.refit_C,
-                                 self.total_samples, self.sweeps_per_iteration)
-
-    def _labelled_step(self, supervision, refit):
-        """The learner's step of one (X, class indices) batch: `learn_labelled_batch`.
-
-        ``refit``: the refit steps run in the last pass (else in `_refit_pass`).
-        """
-        from stc.supervised.online import learn_labelled_batch
-
-        def learn_one(problem, batch, state, options, rng, pass_number):
-            return learn_labelled_batch(problem, batch, state, supervision, options, rng,
-                                        refit=refit and pass_number == options.n_passes,
-                                        later_pass=pass_number > 1)
-        return learn_one
-
-    def _refit_pass(self, problem, batches, supervision):
-        from stc.supervised.online import refit_pass
-
-        capped = refit_pass(problem, batches, self.components_, supervision, self.n_jobs)
-        if capped:  # as transform warns
-            warn_if_unfinished(self, True, False, capped)
-
-    def _store_online_classifier(self, classes, supervision):
-        """The classifiers and the counters online learning carries (saved with the model)."""
-        self.classes_ = classes
-        self.joint_coef_ = supervision.coef
-        refitted = supervision.refit_coef is not None
-        self.coef_ = supervision.refit_average if refitted else supervision.coef
-        self.online_refit_coef_ = supervision.refit_coef
-        self.refit_C_ = supervision.refit_weight() if refitted else None
-        for attribute, field in ONLINE_COUNTERS.items():
-            setattr(self, attribute, getattr(supervision, field))
+    # ---- online learning (stc.supervised.online_steps)
 
     def _online_supervision(self):
         """The `OnlineSupervision` the fitted attributes hold."""
-        supervision = self._new_supervision(self.classes_.size)
+        supervision = new_supervision(self, self.classes_.size)
         supervision.coef = self.joint_coef_
         if self.refit_C_ is not None:
             supervision.refit_coef = self.online_refit_coef_
@@ -570,7 +407,7 @@ class MedSTC(ClassifierMixin, STC):
         labels with the current topics, moved by ``sweeps_per_iteration``
         sweeps with theta's shifted mean from the current eta (once there is
         one), the topics take STC's stochastic dictionary step, and both
-        classifiers a `stc.supervised.online.stochastic_svm_step`: the
+        classifiers a `stc.supervised.online_steps.stochastic_svm_step`: the
         loop's eta (``joint_coef_``) on the batch's codes, and (unless
         ``refit_C`` is None) ``coef_`` on its label-free codes. D, the
         number of documents the hinge of (4) averages over, is
@@ -595,18 +432,16 @@ class MedSTC(ClassifierMixin, STC):
             self._forget_online_state()
             problem = self._set_count_scale(X)  # w_bar of the first batch
             self.classes_ = classes
-            supervision = self._new_supervision(classes.size)
+            supervision = new_supervision(self, classes.size)
         else:
             problem = self._coding_problem()
             supervision = self._online_supervision()
         state = self._online_state()
-        from stc.supervised.online import learn_labelled_batch
-
         outcome = learn_labelled_batch(problem, (X, y_index), state, supervision,
                                        self._learning_options(),
                                        check_random_state(self.random_state), refit=True)
         self._store_online_state(state)
-        self._store_online_classifier(classes, supervision)
+        store_online_classifier(self, classes, supervision)
         return self._record_batch(outcome, start)
 
     def fit_stream(self, batches, classes=None):
@@ -655,15 +490,15 @@ class MedSTC(ClassifierMixin, STC):
             n_batches = len(batches)
         except TypeError:
             n_batches = None
-        supervision = self._new_supervision(classes.size)
+        supervision = new_supervision(self, classes.size)
         one_shot = iter(batches) is batches
         fitted = online.learn_stream(self._coding_problem, validated_batches, n_batches,
                                      self._learning_options(),
-                                     learn_one=self._labelled_step(supervision, one_shot))
+                                     learn_one=labelled_step(supervision, one_shot))
         self._store_fitted(fitted)
         if self.refit_C is not None and not one_shot and not fitted.interrupted:
-            self._refit_pass(self._coding_problem(), validated_batches(), supervision)
-        self._store_online_classifier(classes, supervision)
+            refit_online(self, self._coding_problem(), validated_batches(), supervision)
+        store_online_classifier(self, classes, supervision)
         self.fit_time_ = time.perf_counter() - start
         return self
 

@@ -2,7 +2,7 @@
 
 `stc.training.alternate` runs them, through a learner (`stc.learners.batch` in
 memory, `stc.learners.dask_batch` on a dask array, whose partitions run
-`ShiftedMeanCodingStep` where the documents are: `stc.supervised.distributed`):
+`ShiftedMeanCodingStep` where the documents are: `stc.supervised.dask_steps`):
 
   1. `ShiftedMeanCodingStep`: STC's compiled kernel with theta's shifted mean
      (`shifted_mean_term`), a per-document safeguard and back-off;
@@ -20,10 +20,11 @@ import numpy as np
 from stc._core._coding import move_along_segments, segment_curvatures, segment_losses
 from stc._core._dense import row_products
 from stc._core._word_codes import SparseWordCodes
-from stc.coding import code_documents, segment_objectives, stc_objective, transposed
+from stc.coding import (code_documents, iteration_problem, segment_objectives, stc_objective,
+                        transposed)
+from stc.progress import step_capped_documents
 from stc.supervised.svm import (CuttingPlaneSVM, loss_augmented_predict, multiclass_hinge,
                                 primal_objective, sample_hinges)
-from stc.training import iteration_problem, step_capped_documents
 
 # refit_C="auto": the refit's C is REFIT_C_SCALE / mean_d ||theta_d||^2 over the label-free
 # training codes. The SVM on codes a theta with C / a^2 is the SVM on theta with C (eta / a,
@@ -338,3 +339,72 @@ class ShiftedMeanCodingStep:
             return ""
         return (f"  shortened {self.shortened[-1]} kept {self.reverted[-1]} "
                 f"skipped {self.skipped[-1]} docs")
+
+
+class BatchSupervision:
+    """What MedSTC adds to batch learning in memory: its two steps, the refit, the records.
+
+    `stc.learners.batch.learn` runs `ShiftedMeanCodingStep` and `SVMStep`
+    (`learner_arguments`); `finish` stores the classifier and refits it
+    (`refit_classifier`). ``model`` is the `MedSTC` being fitted, ``y_index``
+    the class index of each document of the validated counts.
+    """
+
+    def __init__(self, model, classes, y_index, problem):
+        self.classes, self.y_index = classes, y_index
+        self.svm_tol, self.svm_max_iter, self.cost = model.svm_tol, model.svm_max_iter, model.cost
+        self.svm_step = SVMStep(model.C, model.cost, model.svm_tol, model.svm_max_iter, y_index)
+        self.coding_step = ShiftedMeanCodingStep(problem, self.svm_step, y_index.shape[0],
+                                                 model.n_jobs, model.sweeps_per_iteration)
+        self.theta = None
+
+    def learner_arguments(self):
+        return dict(coding_step=self.coding_step, extra_step=self.svm_step,
+                    describe=self.coding_step.describe)
+
+    def finish(self, model, fitted, X, problem):
+        store_classifier(model, self.classes, self.svm_step, self.coding_step.reverted)
+        refit_classifier(model, self, X, problem)
+
+    def refit_codes(self, model, X, problem):
+        """Code ``X`` without labels, as ``transform`` does; returns mean_d ||theta_d||^2."""
+        self.theta = model.transform(X)
+        theta = self.theta
+        return float(np.mean(np.sum(theta * theta, axis=1))) if theta.size else 0.0
+
+    def refit(self, C):
+        """eta fitted with weight ``C`` on the codes of `refit_codes`; returns (eta, accuracy)."""
+        theta = self.theta
+        svm = CuttingPlaneSVM(C=C, cost=self.cost, tol=self.svm_tol,
+                              max_iter=self.svm_max_iter).fit(theta, self.y_index)
+        self.theta = None
+        accuracy = float(np.mean(np.argmax(row_products(theta, svm.coef_), axis=1)
+                                 == self.y_index))
+        return svm.coef_, accuracy
+
+
+def store_classifier(model, classes, svm_step, reverted):
+    """The loop's classifier and its records (``svm_step``: eta, hinge, accuracy) on ``model``."""
+    model.classes_ = classes
+    model.joint_coef_ = svm_step.coef
+    model.hinge_ = np.asarray(svm_step.hinge)
+    model.train_accuracy_ = np.asarray(svm_step.accuracy)
+    # iteration 1 codes without labels (no classifier yet): nothing to reject
+    model.rejected_steps_ = np.asarray([0] + reverted[:model.n_iter_ - 1])
+
+
+def refit_classifier(model, supervision, X, problem):
+    """The refit after batch learning (``refit_C``), in memory or on Dask: ``coef_`` and more.
+
+    ``supervision`` codes the training documents without labels
+    (``refit_codes(model, X, problem)``, returning mean_d ||theta_d||^2) and fits eta on
+    those codes (``refit(C)``); "auto" takes C from the codes' scale
+    (`refit_C_of_scale`). Without a refit ``coef_`` is the loop's eta.
+    """
+    model.coef_, model.refit_train_accuracy_, model.refit_C_ = model.joint_coef_, None, None
+    if model.refit_C is None:
+        return
+    mean_square_norm = supervision.refit_codes(model, X, problem)
+    C = refit_C_of_scale(mean_square_norm) if model.refit_C == "auto" else float(model.refit_C)
+    model.coef_, model.refit_train_accuracy_ = supervision.refit(C)
+    model.refit_C_ = C

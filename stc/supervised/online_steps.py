@@ -17,7 +17,7 @@ runs STC's online learner (`stc.learners.online`) with the batch step
      objective (4), the step from its label-free codes is halved (up to
      three times, as batch MedSTC's safeguard does), else it keeps its
      label-free codes;
-  3. STC's stochastic dictionary step on those codes (`stc.online`);
+  3. STC's stochastic dictionary step on those codes (`stc.stochastic_dictionary`);
   4. `stochastic_svm_step` on the batch's codes and labels moves the
      loop's eta, ``joint_coef_``;
   5. the refit (``refit_C``): the same step on label-free codes moves a
@@ -34,24 +34,26 @@ runs STC's online learner (`stc.learners.online`) with the batch step
 Memory is that of STC's online learning: the batch's word codes and the
 (K, N) statistics; the classifiers are (n_classes, K).
 
-On Dask (`fit` of a dask array, `stc.supervised.distributed`) each worker
+On Dask (`fit` of a dask array, `stc.supervised.dask_steps`) each worker
 runs steps 1-2 on its slice of a round (`code_labelled_batch`) and the
 client takes steps 3-4 (`joint_step`), and `refit_step` in the refit's pass.
 """
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.utils import check_random_state
 
 from stc._core._coding import move_along_segments
 from stc._core._dense import dot
-from stc.coding import code_documents, code_known_terms, code_new_documents, transposed
-from stc.learners.online import start_batch
-from stc.online import (BatchOutcome, CodedBatch, batch_columns, batch_sums,
-                        stochastic_dictionary_step)
+from stc.coding import (code_documents, code_known_terms, code_new_documents, iteration_problem,
+                        transposed)
+from stc.learners.online import rows_of, start_batch
+from stc.progress import count_capped, step_capped_documents, warn_if_unfinished
+from stc.stochastic_dictionary import (BatchOutcome, CodedBatch, batch_columns, batch_sums,
+                                       stochastic_dictionary_step)
 from stc.supervised.steps import (SegmentEnd, halve_rejected_steps, refit_C_of_scale,
                                   shifted_mean_term)
 from stc.supervised.svm import loss_augmented_hinges, sample_hinges
-from stc.training import count_capped, iteration_problem, step_capped_documents
 
 # Documents per step of `stochastic_svm_step` (the batch is cut into such chunks, in order).
 # Smaller chunks mean more, noisier steps. Not tuned: with 16, the averaged refit of an
@@ -171,7 +173,7 @@ def supervised_codes(problem, X, y_index, beta_t, supervision, n_jobs=None,
     """Steps 1-2 of `learn_labelled_batch` on a batch; returns its codes and counts.
 
     ``beta_t`` holds the topic weights of X's columns, (columns, K): a
-    batch's own terms (`stc.online.batch_columns`) or all of them
+    batch's own terms (`stc.stochastic_dictionary.batch_columns`) or all of them
     (`stc.coding.transposed`). ``label_free_sweeps``: the sweeps of step 1,
     or None to code to convergence (``problem``'s sweep cap and tolerance).
 
@@ -238,7 +240,7 @@ def code_labelled_batch(problem, X, y_index, beta, supervision, n_jobs=None,
     ||eta||^2 / 2: objective (2) at its codes plus (C / D) sum_d h_d at the eta
     it was coded with (``cost`` per document before there is one). A separate
     function because a Dask worker runs it on its slice of a round (MedSTC
-    online on Dask, `stc.supervised.distributed`) and the client adds the
+    online on Dask, `stc.supervised.dask_steps`) and the client adds the
     slices' sums and shares up.
     """
     layout, beta_t = batch_columns(X, beta)
@@ -260,7 +262,7 @@ def learn_labelled_batch(problem, batch, state, supervision, options, rng, *, re
     (`OnlineSupervision`) are updated. ``refit``: take the refit step (5).
     ``later_pass``: the batch is not of the first pass; D is then fixed at the
     documents seen in the first pass if ``supervision.total_samples`` is None.
-    Returns the `stc.online.BatchOutcome`, whose objective is the batch's
+    Returns the `stc.stochastic_dictionary.BatchOutcome`, whose objective is the batch's
     share of (4) without ||eta||^2 / 2: objective (2) at its codes plus
     (C / D) sum_d h_d at the eta it was coded with.
     """
@@ -341,3 +343,82 @@ def refit_pass(problem, batches, beta, supervision, n_jobs=None):
 
 def _or_zeros(W, supervision, theta):
     return np.zeros((supervision.n_classes, theta.shape[1])) if W is None else W
+
+
+class OnlineLabels:
+    """What MedSTC adds to online learning in memory: the labelled batch step, the refit pass.
+
+    `stc.learners.online.learn` runs `learn_labelled_batch` on (rows of X,
+    their class indices) batches (`learner_arguments`); `finish` takes the
+    refit's pass over X in a new shuffled order and stores the classifiers.
+    """
+
+    def __init__(self, model, classes, y_index, problem):
+        self.classes, self.y_index = classes, y_index
+        self.supervision = new_supervision(model, classes.size)
+        if self.supervision.total_samples is None:  # D of (4): the training documents
+            self.supervision.total_samples = y_index.shape[0]
+
+    def learner_arguments(self):
+        return dict(y=self.y_index, learn_one=labelled_step(self.supervision, refit=False))
+
+    def finish(self, model, fitted, X, problem):
+        if model.refit_C is not None and not fitted.interrupted:
+            # in a new shuffled order: rows sorted by class would make the steps cycle
+            order = check_random_state(model.random_state).permutation(X.shape[0])
+            size = model.batch_size
+            refit_online(model, problem, ((rows_of(X, order[first:first + size]),
+                                           self.y_index[order[first:first + size]])
+                                          for first in range(0, X.shape[0], size)),
+                         self.supervision)
+        store_online_classifier(model, self.classes, self.supervision)
+
+
+# Online learning's counters: fitted attribute -> `OnlineSupervision` field (saved with
+# the model, so that partial_fit goes on where the fit stopped).
+ONLINE_COUNTERS = {
+    "online_total_samples_": "total_samples",
+    "n_docs_seen_": "n_docs_seen",
+    "online_svm_steps_": "svm_steps",
+    "online_refit_steps_": "refit_steps",
+    "online_refit_square_norms_": "refit_square_norms",
+    "online_refit_docs_": "refit_docs",
+    "rejected_steps_": "rejected",
+}
+
+
+def new_supervision(model, n_classes):
+    """A fresh `OnlineSupervision` with ``model``'s parameters."""
+    return OnlineSupervision(n_classes, float(model.C), float(model.cost), model.refit_C,
+                             model.total_samples, model.sweeps_per_iteration)
+
+
+def labelled_step(supervision, refit):
+    """The online learner's step of one (X, class indices) batch: `learn_labelled_batch`.
+
+    ``refit``: the refit steps run in the last pass (else in `refit_online`).
+    """
+    def learn_one(problem, batch, state, options, rng, pass_number):
+        return learn_labelled_batch(problem, batch, state, supervision, options, rng,
+                                    refit=refit and pass_number == options.n_passes,
+                                    later_pass=pass_number > 1)
+    return learn_one
+
+
+def refit_online(model, problem, batches, supervision):
+    """The refit's pass after online learning (`refit_pass` with ``model``'s topics)."""
+    capped = refit_pass(problem, batches, model.components_, supervision, model.n_jobs)
+    if capped:  # as transform warns
+        warn_if_unfinished(model, True, False, capped)
+
+
+def store_online_classifier(model, classes, supervision):
+    """The classifiers and the counters online learning carries, on ``model`` (saved with it)."""
+    model.classes_ = classes
+    model.joint_coef_ = supervision.coef
+    refitted = supervision.refit_coef is not None
+    model.coef_ = supervision.refit_average if refitted else supervision.coef
+    model.online_refit_coef_ = supervision.refit_coef
+    model.refit_C_ = supervision.refit_weight() if refitted else None
+    for attribute, field in ONLINE_COUNTERS.items():
+        setattr(model, attribute, getattr(supervision, field))

@@ -1,6 +1,6 @@
 """MedSTC on a Dask cluster: `MedSTC.fit` of a dask array of CSR row blocks.
 
-The unsupervised half is STC's (`stc.distributed.DaskTraining`: the
+The unsupervised half is STC's (`stc.learners.dask_batch.DaskTraining`: the
 partitions, the dictionary step); this module adds the labels and MedSTC's
 two steps of its own, run by the learner `stc.learners.dask_batch` as
 `stc.learners.batch` runs them in memory (`DaskSupervision` is its
@@ -31,8 +31,8 @@ the whole matrix up to floating-point reduction order (a test checks the
 objective path and the classifiers to 1e-9).
 
 Online learning (``learning_method="online"``, `DaskOnlineLabels`) runs the
-rounds of STC's `stc.distributed.DaskOnlineTraining` with online MedSTC's
-batch step (`stc.supervised.online`) split between the workers and the
+rounds of STC's `stc.learners.dask_online.DaskOnlineTraining` with online MedSTC's
+batch step (`stc.supervised.online_steps`) split between the workers and the
 client. Per round:
 
 * each worker codes its slice with `code_labelled_batch` (label-free coding,
@@ -57,12 +57,15 @@ import numpy as np
 
 from stc._core._dense import dot, loss_augmented_argmax, row_products
 from stc.coding import code_known_terms
-from stc.distributed import slice_rows
+from stc.learners.dask_online import slice_rows
 from stc.learners.online import rows_of
-from stc.supervised.online import code_labelled_batch, joint_step, refit_step
-from stc.supervised.steps import HingeTerm, ShiftedMeanCodingStep
+from stc.progress import count_capped, warn_if_unfinished
+from stc.supervised.online_steps import (code_labelled_batch, joint_step, new_supervision,
+                                         refit_step, store_online_classifier)
+from stc.supervised.steps import (HingeTerm, ShiftedMeanCodingStep, refit_classifier,
+                                  store_classifier)
 from stc.supervised.svm import CuttingPlaneSVM, _build_cuts
-from stc.training import TrainingState, count_capped
+from stc.training import TrainingState
 
 # The document codes the SVM is trained on: those of the loop, or the refit's label-free ones.
 JOINT, REFIT = "joint", "refit"
@@ -261,21 +264,32 @@ class DaskSupervision:
     step, the SVM step and the progress text. It keeps what `MedSTC` reads
     after the fit: ``coef`` (eta), ``hinge``, ``accuracy`` and the
     safeguard's per-iteration counts ``reverted``, ``shortened``,
-    ``skipped``; `refit` fits eta on label-free codes.
+    ``skipped``; `finish` stores them on the model and refits eta on
+    label-free codes (`stc.supervised.steps.refit_classifier`: `refit_codes`,
+    then `refit`), as `stc.supervised.steps.BatchSupervision` does in memory.
+    ``classes``: the labels; ``y_index``: each row's class index.
     """
 
-    def __init__(self, y_index, n_classes, C, cost, svm_tol, svm_max_iter, n_jobs=None,
-                 sweeps=None):
-        self.y_index, self.n_classes = np.asarray(y_index, dtype=np.intp), n_classes
-        self.C, self.cost, self.svm_tol, self.svm_max_iter = C, cost, svm_tol, svm_max_iter
-        self.n_jobs, self.sweeps = n_jobs, sweeps
-        self.classes = np.arange(n_classes)
-        self.svm = CuttingPlaneSVM(C=C, cost=cost, tol=svm_tol, max_iter=svm_max_iter,
-                                   warm_start=True)
+    def __init__(self, model, classes, y_index, problem=None):
+        self.labels, self.n_classes = classes, classes.size
+        self.y_index = np.asarray(y_index, dtype=np.intp)
+        self.C, self.cost = model.C, model.cost
+        self.svm_tol, self.svm_max_iter = model.svm_tol, model.svm_max_iter
+        self.n_jobs, self.sweeps = model.n_jobs, model.sweeps_per_iteration
+        self.classes = np.arange(self.n_classes)
+        self.svm = CuttingPlaneSVM(C=self.C, cost=self.cost, tol=self.svm_tol,
+                                   max_iter=self.svm_max_iter, warm_start=True)
         self.coef = None
         self.hinge, self.accuracy = [], []
         self.reverted, self.shortened, self.skipped = [], [], []
         self.training = self.joint_cuts = None
+
+    def learner_arguments(self):
+        return dict(steps=self)
+
+    def finish(self, model, fitted, X, problem):
+        store_classifier(model, self.labels, self, self.reverted)
+        refit_classifier(model, self, X, problem)
 
     def __call__(self, training):
         if self.y_index.shape[0] != training.n_docs:
@@ -334,16 +348,22 @@ class DaskSupervision:
         return (f"  shortened {self.shortened[-1]} kept {self.reverted[-1]} "
                 f"skipped {self.skipped[-1]} docs")
 
-    def refit_codes(self, problem, beta):
-        """Code every partition without labels; returns (mean_d ||theta_d||^2, capped docs)."""
+    def refit_codes(self, model, X, problem):
+        """Code every partition without labels with ``model``'s topics, as ``transform`` does.
+
+        The codes stay on the workers; returns mean_d ||theta_d||^2.
+        """
         training = self.training
         client = training.client
-        beta = client.scatter(beta, broadcast=True)
+        beta = client.scatter(model.components_, broadcast=True)
         results = training.parts.run(_refit_codes, problem, beta, self.n_jobs)
         square_norms = results[0][0]
         for part_norms, _ in results[1:]:
             square_norms += part_norms
-        return square_norms / training.n_docs, sum(capped for _, capped in results)
+        capped = sum(capped for _, capped in results)
+        if capped:  # as transform warns in the fit in memory
+            warn_if_unfinished(model, True, False, capped)
+        return square_norms / training.n_docs
 
     def refit(self, C):
         """eta fitted with weight ``C`` on the codes of `refit_codes`; returns (eta, accuracy)."""
@@ -356,7 +376,7 @@ class DaskSupervision:
         return svm.coef_, float(accuracy)
 
 
-# ---- online learning: the rounds of stc.distributed.DaskOnlineTraining with labels
+# ---- online learning: the rounds of stc.learners.dask_online.DaskOnlineTraining with labels
 
 def _attach_online_labels(partition, y_index):
     """Give the partition its rows' class indices (online learning keeps nothing else)."""
@@ -375,7 +395,7 @@ class SliceReport(NamedTuple):
 
 
 class SliceCoder:
-    """How a worker codes its slice of a round (`stc.distributed._online_code`'s ``coder``).
+    """How a worker codes its slice of a round (``coder`` of `stc.learners.dask_online`).
 
     Holds what coding reads of the client's `OnlineSupervision` at the
     round's start (`OnlineSupervision.coding_part`: eta, C, cost, D, sweeps);
@@ -406,7 +426,7 @@ def _refit_slice(partition, problem, beta, n_jobs, selection):
 
 
 class DaskOnlineLabels:
-    """Online MedSTC on the rounds of a `stc.distributed.DaskOnlineTraining`: the client's side.
+    """Online MedSTC on the rounds of a `stc.learners.dask_online.DaskOnlineTraining`: the client.
 
     Given to `stc.learners.dask_online.learn` (``labels``), which attaches
     it to the training once the partitions exist. ``supervision`` (an
@@ -414,10 +434,22 @@ class DaskOnlineLabels:
     `learn_labelled_batch` updates it, round by round.
     """
 
-    def __init__(self, y_index, supervision, n_jobs=None):
+    def __init__(self, model, classes, y_index, problem=None):
+        self.classes = classes
         self.y_index = np.asarray(y_index, dtype=np.intp)
-        self.supervision, self.n_jobs = supervision, n_jobs
+        self.supervision, self.n_jobs = new_supervision(model, classes.size), model.n_jobs
         self.training = None
+
+    def learner_arguments(self):
+        return dict(labels=self)
+
+    def finish(self, model, fitted, X, problem):
+        """The refit's pass (one more, in a new order of each partition's rows); the records."""
+        if model.refit_C is not None and not fitted.interrupted:
+            capped = self.refit_pass(problem, model.components_, model.n_passes + 1)
+            if capped:  # as transform warns
+                warn_if_unfinished(model, True, False, capped)
+        store_online_classifier(model, self.classes, self.supervision)
 
     def attach(self, training):
         """Send every partition its rows' class indices; make the training's rounds use them.

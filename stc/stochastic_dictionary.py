@@ -1,9 +1,12 @@
-"""Online (mini-batch) dictionary learning for STC.
+"""The stochastic dictionary step of online learning: a mini-batch's MM sums, then the topics.
 
 A batch fit keeps every word code, (nnz, K) doubles, and re-codes the whole
 corpus every iteration. Online learning codes one mini-batch of documents at
-a time with the compiled kernel (cold start, `code_new_documents`), then
-takes a stochastic dictionary step, so memory is bounded by the batch size.
+a time with the compiled kernel (cold start, `code_batch`), then takes the
+stochastic dictionary step (`stochastic_dictionary_step`; both:
+`learn_from_batch`), so memory is bounded by the batch size. The learners
+`stc.learners.online` (in memory) and `stc.learners.dask_online` (a dask
+array's partitions) run them.
 
 The dictionary step follows online EM / stochastic majorisation-minimisation
 (Mairal et al. 2010, Hoffman et al. 2010, Cappe and Moulines 2009) for the
@@ -58,7 +61,7 @@ from stc.coding import as_code_rows, code_new_documents
 from stc._core._simplex import (OnlineBlock, mm_minimiser_rows, online_block_finish,
                                 online_block_solve, online_block_start)
 from stc.dictionary import CorpusLayout
-from stc.training import count_capped
+from stc.progress import count_capped
 
 # A new term enters every topic with this share times its frequency in the
 # batch, as the corpus part of `stc.dictionary.initial_dictionary` does.
@@ -153,42 +156,6 @@ class OnlineStatistics:
         return cls(beta * code_sums, code_sums, np.full(beta.shape[0], np.nan))
 
 
-class TopicAverage:
-    """Mean of the topics over the last batches of the last pass (Polyak-Ruppert averaging).
-
-    The stochastic step's topics jitter from batch to batch with the batches'
-    noise; their mean over the last batches evens it out
-    (``benchmarks/results_online_tuning.md``). Holds one (K, N) array.
-    """
-
-    def __init__(self):
-        self.total, self.count = None, 0
-
-    def add(self, beta):
-        if self.total is None:
-            self.total = np.array(beta, dtype=np.float64, copy=True)
-        else:
-            self.total += beta
-        self.count += 1
-
-    def mean(self):
-        """The mean topics (the running sum is divided in place and handed over)."""
-        mean, self.total = self.total, None
-        mean /= self.count
-        return mean
-
-
-def averaging_start(n_batches, share):
-    """Position (from 1) of the first batch of the last pass whose topics enter the average.
-
-    The last ceil(share x n_batches) batches are averaged; None when
-    ``share`` is 0 or the number of batches per pass is unknown.
-    """
-    if not n_batches or not share > 0:
-        return None
-    return n_batches - int(np.ceil(share * n_batches)) + 1
-
-
 @dataclass
 class BatchOutcome:
     """What coding and learning from one batch gave."""
@@ -262,7 +229,7 @@ def batch_sums(X, beta, codes, means, outcome, n_jobs=None, layout=None):
 
     ``beta``: the topics the codes were made with, over ``X``'s columns.
     `code_batch` codes the batch first; online MedSTC gives its own codes
-    (those of the shifted mean, `stc.supervised.online`). ``layout``: X's
+    (those of the shifted mean, `stc.supervised.online_steps`). ``layout``: X's
     `BatchLayout`, if the caller has made it.
     """
     if layout is None:

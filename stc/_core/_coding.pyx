@@ -90,6 +90,31 @@ cdef struct LossFailure:
     double lin
 
 
+cdef struct Document:
+    # One document while it is coded, in the coding thread's work buffer.
+    Py_ssize_t n_words
+    Py_ssize_t n_topics
+    const double* y         # its words' counts
+    const double* b         # its words' topic weights, topic by topic: b[k * n_words + i]
+    double* s               # its word codes, in the same layout
+    double* m               # its words' means s_n . beta_n
+    double* theta           # its document codes (K)
+    const double* linear    # MedSTC's linear term on theta (K), or NULL
+    double* scratch         # n_words doubles of work space (word curvatures, exact means)
+    double* code_sums       # K doubles of work space: each topic's sum of word codes
+
+
+cdef inline Document document_view(Py_ssize_t n_words, Py_ssize_t n_topics, const double* y,
+                                   const double* b, double* s, double* m, double* theta,
+                                   const double* linear) noexcept nogil:
+    """A Document of these arrays, without work space (enough for `document_objective`)."""
+    cdef Document doc
+    doc.n_words, doc.n_topics = n_words, n_topics
+    doc.y, doc.b, doc.s, doc.m, doc.theta, doc.linear = y, b, s, m, theta, linear
+    doc.scratch, doc.code_sums = NULL, NULL
+    return doc
+
+
 cdef void note_failure(LossFailure* failure, int kind, Py_ssize_t word, double y, double mean,
                        double b, double mean_rest, double lin) noexcept nogil:
     """Record a NaN from the loss plugin, unless one is recorded or an argument was not finite.
@@ -145,17 +170,19 @@ cdef inline double theta_update(double mean_code, double linear, double n_words,
     return t if t > 0.0 else 0.0
 
 
-cdef double document_objective(CompiledLoss loss, Py_ssize_t n_words, const double* y,
-                               const double* means, const double* s, const double* theta,
-                               const double* linear, Py_ssize_t n_topics,
-                               const CodingParams* p, double* loss_part) noexcept nogil:
+cdef double document_objective(CompiledLoss loss, const Document* doc, const CodingParams* p,
+                               double* loss_part) noexcept nogil:
     """Objective (2) restricted to one document, minus linear . theta (if linear is not NULL).
 
-    ``s`` holds the document's word codes topic by topic: s[k * n_words + i];
-    ``means`` the means s_n . beta_n of its words. Returns the objective and
-    stores its loss part in ``loss_part``.
+    Reads the document's counts, means, word codes, theta and linear term.
+    Returns the objective and stores its loss part in ``loss_part``.
     """
-    cdef Py_ssize_t i, k
+    cdef Py_ssize_t n_words = doc.n_words, n_topics = doc.n_topics, i, k
+    cdef const double* y = doc.y
+    cdef const double* means = doc.m
+    cdef const double* s = doc.s
+    cdef const double* theta = doc.theta
+    cdef const double* linear = doc.linear
     cdef double reconstruction = 0.0, coupling = 0.0, code_pen = 0.0, doc_pen = 0.0
     cdef double shift = 0.0
     cdef double diff, x, t
@@ -177,21 +204,27 @@ cdef double document_objective(CompiledLoss loss, Py_ssize_t n_words, const doub
     return reconstruction + p.gamma * coupling + p.rho * code_pen + p.lam * doc_pen - shift
 
 
-cdef inline double solve_topic_words(CompiledLoss loss, Py_ssize_t n_words, const double* y,
-                                     const double* b, double* s_k, const double* rests,
+cdef inline double solve_topic_words(CompiledLoss loss, const Document* doc, Py_ssize_t k,
                                      double t, double quad, double rho_lin, double gamma,
-                                     double* scratch, double* curvature, double* code_sum,
-                                     LossFailure* failure) noexcept nogil:
+                                     double* curvature, LossFailure* failure) noexcept nogil:
     """Word-code step of topic k with theta_k = t: every word independently.
 
-    ``b`` and ``s_k`` are the topic's weights beta_kn and codes s_nk of the
-    document's words; ``scratch`` holds n_words doubles. Returns
+    The document's means hold the rest of each word's mean (all topics but
+    k); its scratch receives the words' curvatures. Returns
     sum_n 2 gamma (t - s_nk) (the coupling part of the derivative in t of the
     block objective) and, in ``curvature``, the matching part of its second
     derivative, using ds_nk/dt = 2 gamma / (b^2 l'' + 2 quad) for s_nk > 0;
-    ``code_sum`` receives sum_n s_nk (in word order, what `theta_update` reads).
-    A NaN code or curvature is recorded in ``failure`` (see `note_failure`).
+    the topic's code sum receives sum_n s_nk (in word order, what
+    `theta_update` reads). A NaN code or curvature is recorded in ``failure``
+    (see `note_failure`).
     """
+    cdef Py_ssize_t n_words = doc.n_words
+    cdef const double* y = doc.y
+    cdef const double* b = doc.b + k * n_words
+    cdef double* s_k = doc.s + k * n_words
+    cdef const double* rests = doc.m
+    cdef double* scratch = doc.scratch
+    cdef double* code_sum = &doc.code_sums[k]
     cdef double slope, curv, lin = rho_lin - 2.0 * gamma * t
     loss._solve_coordinates(n_words, y, b, rests, quad, lin, s_k, scratch)
     slope = coupling_slope(n_words, s_k, scratch, t, gamma, quad, &curv, code_sum)
@@ -222,11 +255,9 @@ cdef void find_nan_code(CompiledLoss loss, Py_ssize_t n_words, const double* y,
                     note_failure(failure, FAILURE_HESSIAN, i, y[i], at, b[i], rests[i], lin)
 
 
-cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double* y,
-                             const double* b, double* s_k, double* means, double* scratch,
-                             double* theta_k, double linear_k, double quad, double rho_lin,
-                             const CodingParams* p, double* code_sum,
-                             LossFailure* failure) noexcept nogil:
+cdef int update_topic_block(CompiledLoss loss, Document* doc, Py_ssize_t k, double quad,
+                            double rho_lin, const CodingParams* p,
+                            LossFailure* failure) noexcept nogil:
     """Update the codes of topic k: word codes s_.k, and theta_k by up to `newton_steps`.
 
     With newton_steps = 0 this is the paper's word-code step for topic k
@@ -237,11 +268,16 @@ cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double*
     plain alternation, which shifts their common level by only about
     rho / (2 gamma) per sweep. The result never has a larger phi than the
     start: it is either (numerically) the minimiser or a point between the
-    start and the minimiser. ``code_sum`` receives the sum of the final word
-    codes. Returns at once when the loss plugin fails (``failure``), leaving
+    start and the minimiser. The topic's code sum receives the sum of the
+    final word codes. Returns at once when the loss plugin fails (``failure``), leaving
     the codes and means as they are.
     """
-    cdef double t = theta_k[0], t_new, slope, curvature, start_slope = 0.0
+    cdef Py_ssize_t n_words = doc.n_words
+    cdef const double* b = doc.b + k * n_words
+    cdef double* s_k = doc.s + k * n_words
+    cdef double* means = doc.m
+    cdef double linear_k = doc.linear[k] if doc.linear != NULL else 0.0
+    cdef double t = doc.theta[k], t_new, slope, curvature, start_slope = 0.0
     cdef double low = 0.0, high = INFINITY, pen_slope, pen_curv
     cdef double safe_t = t
     cdef int step
@@ -252,8 +288,7 @@ cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double*
     # Hold the rest of each word's mean (all topics but k) in `means`.
     remove_topic(n_words, b, s_k, means)
     for step in range(newton_steps + 1):
-        slope = solve_topic_words(loss, n_words, y, b, s_k, means, t, quad, rho_lin, gamma,
-                                  scratch, &curvature, code_sum, failure)
+        slope = solve_topic_words(loss, doc, k, t, quad, rho_lin, gamma, &curvature, failure)
         passes += 1
         if failure.kind != FAILURE_NONE:
             return passes
@@ -303,12 +338,11 @@ cdef int update_topic_block(CompiledLoss loss, Py_ssize_t n_words, const double*
         # Stopped past the minimiser: phi may exceed its start value there,
         # so fall back to the last point on the start's side (phi <= start).
         t = safe_t
-        solve_topic_words(loss, n_words, y, b, s_k, means, t, quad, rho_lin, gamma, scratch,
-                          &curvature, code_sum, failure)
+        solve_topic_words(loss, doc, k, t, quad, rho_lin, gamma, &curvature, failure)
         passes += 1
         if failure.kind != FAILURE_NONE:
             return passes
-    theta_k[0] = t
+    doc.theta[k] = t
     add_topic(n_words, b, s_k, means)
     return passes
 
@@ -468,34 +502,30 @@ cdef inline void exact_means(const double* s, const double* b, Py_ssize_t n_word
             means[i] = means[i] + s_k[i] * b_k[i]
 
 
-cdef void sweep_document(CompiledLoss loss, Py_ssize_t n_words, Py_ssize_t n_topics,
-                         const double* y, const double* b, double* s, double* m,
-                         double* scratch, double* code_sums, double* theta_d,
-                         const double* linear, const CodingParams* p, int max_iter,
+cdef void sweep_document(CompiledLoss loss, Document* doc, const CodingParams* p, int max_iter,
                          bint with_start, DocumentResult* out) noexcept nogil:
     """Coordinate sweeps over one document until its objective stops decreasing.
 
     Each sweep updates the word codes topic by topic (every word
     independently, each topic's theta_k optionally moving with them, see
     `update_topic_block`), then theta in closed form (`theta_update`).
-    ``m`` holds the running means of the words and is kept up to date.
+    The document's means are its running means, kept up to date.
     Stops at once when the loss plugin returns NaN from finite arguments
     (``out.failure``; the objective is then NaN). The objective at the start
     codes is needed for the stopping rule, and reported; a single sweep whose
     caller does not need it (``with_start`` false) skips it and reports NaN.
-    ``code_sums`` is scratch of K doubles: each topic's sum of word codes.
     """
-    cdef Py_ssize_t k
+    cdef Py_ssize_t n_words = doc.n_words, k
+    cdef const double* linear = doc.linear
     cdef double quad, rho_lin, previous, current, loss_part
     cdef int it = 0
     # Coordinate problem: l(y, rest + b x) + quad x^2 + lin x, see CompiledLoss.
     quad = p.gamma + (p.rho if p.code_penalty == PENALTY_L2 else 0.0)
     rho_lin = p.rho if p.code_penalty == PENALTY_L1 else 0.0
     if with_start or max_iter != 1:
-        previous = document_objective(loss, n_words, y, m, s, theta_d, linear, n_topics, p,
-                                      &loss_part)
+        previous = document_objective(loss, doc, p, &loss_part)
         if previous != previous:
-            find_nan_loss(loss, n_words, y, m, &out.failure)
+            find_nan_loss(loss, n_words, doc.y, doc.m, &out.failure)
     else:
         previous = NAN
         loss_part = NAN
@@ -504,24 +534,20 @@ cdef void sweep_document(CompiledLoss loss, Py_ssize_t n_words, Py_ssize_t n_top
     current = previous
     while it < max_iter and out.failure.kind == FAILURE_NONE:
         it += 1
-        for k in range(n_topics):
-            out.passes += update_topic_block(
-                loss, n_words, y, b + k * n_words, s + k * n_words, m, scratch, &theta_d[k],
-                linear[k] if linear != NULL else 0.0, quad, rho_lin, p, &code_sums[k],
-                &out.failure)
+        for k in range(doc.n_topics):
+            out.passes += update_topic_block(loss, doc, k, quad, rho_lin, p, &out.failure)
             if out.failure.kind != FAILURE_NONE:
                 break
         if out.failure.kind != FAILURE_NONE:
             current = NAN
             break
-        for k in range(n_topics):
-            theta_d[k] = theta_update(code_sums[k] / n_words,
-                                      linear[k] if linear != NULL else 0.0,
-                                      <double> n_words, p.lam, p.gamma, p.theta_penalty)
-        current = document_objective(loss, n_words, y, m, s, theta_d, linear, n_topics, p,
-                                     &loss_part)
+        for k in range(doc.n_topics):
+            doc.theta[k] = theta_update(doc.code_sums[k] / n_words,
+                                        linear[k] if linear != NULL else 0.0,
+                                        <double> n_words, p.lam, p.gamma, p.theta_penalty)
+        current = document_objective(loss, doc, p, &loss_part)
         if current != current:
-            find_nan_loss(loss, n_words, y, m, &out.failure)
+            find_nan_loss(loss, n_words, doc.y, doc.m, &out.failure)
             if out.failure.kind != FAILURE_NONE:
                 break
         if previous - current <= p.tol * fabs(previous):
@@ -532,28 +558,27 @@ cdef void sweep_document(CompiledLoss loss, Py_ssize_t n_words, Py_ssize_t n_top
     out.n_iter = it
 
 
-cdef void refresh_means(CompiledLoss loss, Py_ssize_t n_words, Py_ssize_t n_topics,
-                        const double* y, const double* b, const double* s, double* m,
-                        double* exact, const double* theta_d, const double* linear, const CodingParams* p,
+cdef void refresh_means(CompiledLoss loss, Document* doc, const CodingParams* p,
                         DocumentResult* out) noexcept nogil:
     """Replace the running means by exact ones (for the dictionary step).
 
     They are summed in the same order as `word_means`. Where the running
     means drifted from the exact ones (codes that grew huge and came back,
     e.g. under an unbounded supervised shift), the objective computed from
-    them is wrong too: recompute it from the exact means. ``exact`` is
-    scratch of n_words doubles.
+    them is wrong too: recompute it from the exact means (summed into the
+    document's scratch).
     """
-    cdef Py_ssize_t i
+    cdef Py_ssize_t n_words = doc.n_words, i
+    cdef double* m = doc.m
+    cdef double* exact = doc.scratch
     cdef bint drifted = False
-    exact_means(s, b, n_words, n_topics, exact)
+    exact_means(doc.s, doc.b, n_words, doc.n_topics, exact)
     for i in range(n_words):
         if not fabs(exact[i] - m[i]) <= MEANS_DRIFT_RTOL * exact[i]:  # also NaN
             drifted = True
         m[i] = exact[i]
     if drifted:
-        out.objective = document_objective(loss, n_words, y, m, s, theta_d, linear, n_topics,
-                                           p, &out.loss_part)
+        out.objective = document_objective(loss, doc, p, &out.loss_part)
 
 
 cdef void start_codes(CompiledLoss loss, const CorpusView* corpus, const CodeStore* store,
@@ -606,10 +631,10 @@ cdef void code_one_document(CompiledLoss loss, const CorpusView* corpus, CodeSto
     cdef double* b = work + n_topics * n_words
     cdef double* scratch = work + 2 * n_topics * n_words
     cdef double* m = &means[start]
-    cdef const double* y = &corpus.data[start]
-    cdef const double* linear = (call.theta_linear + d * n_topics
-                                 if call.theta_linear != NULL else NULL)
     cdef int max_iter = p.max_iter if call.active == NULL or call.active[d] else 0
+    cdef Document doc = document_view(n_words, n_topics, &corpus.data[start], b, s, m, theta_d,
+                                      call.theta_linear + d * n_topics
+                                      if call.theta_linear != NULL else NULL)
     out.objective = 0.0
     out.loss_part = 0.0
     out.start_objective = 0.0
@@ -628,12 +653,11 @@ cdef void code_one_document(CompiledLoss loss, const CorpusView* corpus, CodeSto
     if call.start_means != NULL:
         for i in range(n_words):
             call.start_means[start + i] = m[i]
-    sweep_document(loss, n_words, n_topics, y, b, s, m, scratch,
-                   work + (2 * n_topics + 1) * n_words, theta_d, linear, p, max_iter,
-                   call.with_start, out)
+    doc.scratch, doc.code_sums = scratch, work + (2 * n_topics + 1) * n_words
+    sweep_document(loss, &doc, p, max_iter, call.with_start, out)
     if out.failure.kind != FAILURE_NONE:
         return  # the caller raises; the codes are left as they are
-    refresh_means(loss, n_words, n_topics, y, b, s, m, scratch, theta_d, linear, p, out)
+    refresh_means(loss, &doc, p, out)
     if store.sparse != NULL:
         # the curvature scratch and what follows it are free now
         out.out_of_memory = store_rows(store.sparse, d, start, n_words, n_topics, s,
@@ -895,6 +919,7 @@ def segment_objectives(CompiledLoss loss, CodingParams params, X, const double[:
     cdef double* b
     cdef double* m
     cdef double* trial_theta
+    cdef Document doc
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     with nogil, parallel(num_threads=n_threads):
         work = <double*> malloc(work_size)
@@ -922,8 +947,8 @@ def segment_objectives(CompiledLoss loss, CodingParams params, X, const double[:
                 continue
             load_document(&beta_t[0, 0], n_topics, &indices[start], n_words, b)
             exact_means(s, b, n_words, n_topics, m)
-            objective_v[r] = document_objective(loss, n_words, &data[start], m, s, trial_theta,
-                                                NULL, n_topics, &params, &loss_v[r])
+            doc = document_view(n_words, n_topics, &data[start], b, s, m, trial_theta, NULL)
+            objective_v[r] = document_objective(loss, &doc, &params, &loss_v[r])
         free(work)
     if failed[0]:
         raise MemoryError("could not allocate the work space of segment_objectives")

@@ -90,7 +90,7 @@ class ProgressPrinter:
 
     def __init__(self, tol, max_iter, stream=None, describe=None):
         self.tol, self.max_iter = tol, max_iter
-        self.stream = sys.stderr if stream is None else stream
+        self.stream = stream
         self.describe = describe  # optional callable(iteration) -> extra text (MedSTC)
         self.start = time.perf_counter()
 
@@ -100,28 +100,24 @@ class ProgressPrinter:
         eta = "?" if left is None else f"{left * elapsed / iteration:.0f}s"
         extra = self.describe(iteration) if self.describe is not None else ""
         print(f"iter {iteration:3d}/{self.max_iter}  objective {objective[-1]:.6e}  "
-              f"word-code zeros {zero_code_fraction(state.codes):.3f}  "
-              f"doc-code zeros {float(np.mean(state.theta == 0)):.3f}{extra}  "
-              f"elapsed {elapsed:.1f}s  left ~{eta}", file=self.stream, flush=True)
+              f"{self.state_fields(state)}{extra}  elapsed {elapsed:.1f}s  left ~{eta}",
+              file=sys.stderr if self.stream is None else self.stream, flush=True)
+
+    def state_fields(self, state):
+        return (f"word-code zeros {zero_code_fraction(state.codes):.3f}  "
+                f"doc-code zeros {float(np.mean(state.theta == 0)):.3f}")
 
 
-class DaskProgress:
-    """One line per outer iteration of a dask array's fit on stderr: objective, elapsed, time left."""
+class DaskProgress(ProgressPrinter):
+    """The progress line of a dask array's fit: the partitions in place of the sparsity
+    (the codes stay on the workers)."""
 
     def __init__(self, tol, max_iter, n_partitions, describe=None):
-        self.tol, self.max_iter, self.n_partitions = tol, max_iter, n_partitions
-        self.describe = describe  # optional callable(iteration) -> extra text (MedSTC)
-        self.clock = time.perf_counter
-        self.start = self.clock()
+        super().__init__(tol, max_iter, describe=describe)
+        self.n_partitions = n_partitions
 
-    def __call__(self, iteration, objective, state):
-        elapsed = self.clock() - self.start
-        left = remaining_iterations(objective, self.tol, self.max_iter)
-        eta = "?" if left is None else f"{left * elapsed / iteration:.0f}s"
-        extra = self.describe(iteration) if self.describe is not None else ""
-        print(f"iter {iteration:3d}/{self.max_iter}  objective {objective[-1]:.6e}  "
-              f"partitions {self.n_partitions}{extra}  elapsed {elapsed:.1f}s  left ~{eta}",
-              file=sys.stderr, flush=True)
+    def state_fields(self, state):
+        return f"partitions {self.n_partitions}"
 
 
 class OnlineProgressPrinter:

@@ -542,7 +542,7 @@ def test_ctrl_c_during_fit_saves_the_model_learned_so_far(tmp_path, svmlight_dir
     process = subprocess.Popen(
         [_console_script(), "fit", str(svmlight_dir / "train.svm"), "-o", str(model),
          "-k", "3", "--max-iter", "1000", "--tol", "0", "--random-state", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
     try:
         seen = []
         for line in process.stderr:  # wait for the first progress line: the loop is running
@@ -567,6 +567,13 @@ def test_ctrl_c_during_fit_saves_the_model_learned_so_far(tmp_path, svmlight_dir
     status, out, _ = run(["info", model], capsys)
     assert status == EXIT_OK and f"fit: {loaded.n_iter_} iterations" in out
     assert "interrupted: yes" in out
+
+
+def _default_sigint():
+    """In the child before it runs: SIGINT back to its default. A shell starts background
+    jobs with SIGINT ignored, and Python then installs no KeyboardInterrupt handler, so a
+    suite run that way would send its Ctrl-C into the void."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 # Runs a command, but first announces on stderr when it starts importing scikit-learn
@@ -603,7 +610,8 @@ def test_ctrl_c_while_modules_load_is_one_line(tmp_path, svmlight_dir, stc_model
         names["model"] = tmp_path / "new.model"
     argv = [part.format(**names) for part in command]
     process = subprocess.Popen([sys.executable, "-c", PAUSE_AT_SKLEARN, *argv],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=_default_sigint)
     try:
         assert process.stderr.readline() == "importing sklearn\n"
         process.send_signal(signal.SIGINT)

@@ -22,8 +22,8 @@ from stc._validation import (N_JOBS, RANDOM_STATE, InstanceOf, Interval, NoneVal
 from stc.coding import CodingProblem, code_known_terms
 from stc.completion import check_scorable, held_out_score, split_entries
 from stc.learners import LearningOptions, batch, dask_batch, dask_online, online
-from stc.learners.partitions import (check_dask_loss, current_client, is_dask_array,
-                                     refuse_dask_array)
+from stc.learners.partitions import (DeferredProblem, check_dask_loss, current_client,
+                                     is_dask_array, refuse_dask_array)
 from stc.losses import CompiledLoss, PythonLoss, get_loss
 from stc.progress import count_capped, warn_if_unfinished
 from stc.stochastic_dictionary import OnlineStatistics, check_online_loss
@@ -366,48 +366,48 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         """Learn the topics from the document-term count matrix ``X``."""
         start = time.perf_counter()
-        loss = self._checked_loss()
         distributed = is_dask_array(X)
-        learner = LEARNERS[distributed, self.learning_method]
-        if distributed or self.learning_method == "online":
-            self._check_init_of_batch_learning()
-        if distributed:
-            check_dask_loss(loss)
-            supervision = self._supervision(distributed, X, y, None)
-            client = current_client()
-            self._forget_earlier_fit()
-            # w_bar is the whole array's, which only the partitions know: the learner
-            # builds the coding problem once it has gathered it
-            fitted = learner.learn(self._coding_problem, X, self._learning_options(),
-                                   client=client, loss=loss,
-                                   **({} if supervision is None else
-                                      supervision.learner_arguments()))
+        X, problem = self._training_data(X, distributed)
+        supervision = self._supervision(distributed, X, y, problem)
+        self._forget_earlier_fit()
+        fitted = LEARNERS[distributed, self.learning_method].learn(
+            problem, X, self._learning_options(),
+            **({} if supervision is None else supervision.learner_arguments()))
+        if distributed:  # w_bar was measured by the partitions
             self.n_features_in_ = X.shape[1]
             problem = self._use_count_scale(fitted.count_scale)
-        else:
-            online_learning = self.learning_method == "online"
-            if online_learning:
-                check_online_loss(loss)
-            # Online learning reads X batch by batch: X in the counts' layout is not copied.
-            X, count_scale = training_counts(self, X, loss, copy=not online_learning)
-            problem = self._use_count_scale(count_scale)
-            supervision = self._supervision(distributed, X, y, problem)
-            self._forget_earlier_fit()
-            fitted = learner.learn(problem, X, self._learning_options(),
-                                   **({} if supervision is None else
-                                      supervision.learner_arguments()))
         self._store_fitted(fitted)
         if supervision is not None:
             supervision.finish(self, fitted, X, problem)
         self.fit_time_ = time.perf_counter() - start
         return self
 
+    def _training_data(self, X, distributed):
+        """``X`` checked for its learner, and its coding problem.
+
+        A matrix in memory is validated (online learning reads one in the
+        counts' layout without copying it) and gives w_bar; a dask array is
+        read by its partitions, so its problem is a `DeferredProblem`.
+        """
+        loss = self._checked_loss()
+        online_learning = self.learning_method == "online"
+        if distributed or online_learning:
+            self._check_init_of_batch_learning()
+        if distributed:
+            check_dask_loss(loss)
+            current_client()  # no client: refused before anything of an earlier fit is dropped
+            return X, DeferredProblem(loss, self._coding_problem)
+        if online_learning:
+            check_online_loss(loss)
+        X, count_scale = training_counts(self, X, loss, copy=not online_learning)
+        return X, self._use_count_scale(count_scale)
+
     def _supervision(self, distributed, X, y, problem):
         """What a subclass adds to the way of learning (MedSTC: its labels' object); None here.
 
         Called once ``X`` is checked (in memory: validated, with the coding
-        ``problem``; a dask array: before its partitions exist, ``problem``
-        None). The object gives the learner's extra arguments
+        ``problem``; a dask array: before its partitions exist, ``problem`` a
+        `DeferredProblem`). The object gives the learner's extra arguments
         (``learner_arguments()``) and ends the fit (``finish(model, fitted, X,
         problem)``).
         """

@@ -2,7 +2,8 @@
 
 * the progress lines of batch learning (`ProgressPrinter`, `DaskProgress`: one
   line per outer iteration, with `remaining_iterations`' estimate of the time
-  left) and of online learning (`OnlineProgressPrinter`);
+  left; online learning's are its pass driver's,
+  `stc.learners.online.PassProgress`);
 * `StopRequest`: Ctrl-C ends a fit after the current iteration or batch;
 * the warnings at the end of a fit (`warn_if_unfinished`) and the counts of
   documents whose coding stopped at its sweep cap (`count_capped`).
@@ -118,51 +119,6 @@ class DaskProgress(ProgressPrinter):
 
     def state_fields(self, state):
         return f"partitions {self.n_partitions}"
-
-
-class OnlineProgressPrinter:
-    """Progress of online learning on stderr: pass, batch, objective, elapsed and time left.
-
-    About ten lines per pass (every batch with ``every_batch``) and one at the
-    end of each pass. ``n_batches`` per pass may be None (a stream of unknown
-    length: the time left is then estimated from the first pass on).
-    """
-
-    def __init__(self, n_passes, n_batches, stream=None, every_batch=False):
-        self.n_passes, self.n_batches = n_passes, n_batches
-        self.stream = sys.stderr if stream is None else stream
-        self.every = 1 if every_batch or not n_batches else max(1, n_batches // 10)
-        self.start = time.perf_counter()
-        self.batches_done = 0
-        self.window_objective, self.window_docs = 0.0, 0
-
-    def _time_left(self, pass_number, batch_number):
-        if self.n_batches is None:
-            return "?"
-        total = self.n_passes * self.n_batches
-        done = (pass_number - 1) * self.n_batches + batch_number
-        elapsed = time.perf_counter() - self.start
-        return f"{elapsed * (total - done) / max(done, 1):.0f}s"
-
-    def __call__(self, pass_number, batch_number, outcome):
-        self.batches_done += 1
-        self.window_objective += outcome.objective
-        self.window_docs += outcome.n_docs
-        if batch_number % self.every:
-            return
-        of = "" if self.n_batches is None else f"/{self.n_batches}"
-        print(f"pass {pass_number}/{self.n_passes}  batch {batch_number:4d}{of}  objective per "
-              f"document {self.window_objective / max(self.window_docs, 1):.6e}  elapsed "
-              f"{time.perf_counter() - self.start:.1f}s  left ~"
-              f"{self._time_left(pass_number, batch_number)}", file=self.stream, flush=True)
-        self.window_objective, self.window_docs = 0.0, 0
-
-    def end_pass(self, pass_number, n_batches, total):
-        if self.n_batches is None:
-            self.n_batches = n_batches
-        print(f"pass {pass_number}/{self.n_passes} done  objective {total:.6e}  elapsed "
-              f"{time.perf_counter() - self.start:.1f}s  left ~"
-              f"{self._time_left(pass_number, self.n_batches)}", file=self.stream, flush=True)
 
 
 def warn_if_unfinished(estimator, converged, interrupted, capped_documents):

@@ -178,6 +178,38 @@ def test_code_storage_follows_the_density_of_the_codes():
     assert storage.dense_steps == 0
 
 
+def test_a_dask_partition_stores_its_codes_as_the_in_memory_coding_step():
+    """The workers' coding step keeps a partition's word codes in the storage their
+    density calls for (`CodeStorage`), with the in-memory step's values bit for bit: dense
+    codes switch to dense storage, sparse ones stay sparse."""
+    from stc.learners import batch
+    from stc.learners.dask_batch import _code, _start_codes
+    from stc.learners.partitions import Partition
+    from stc.training import CodingStep
+
+    X = stc.STC()._validate_X(stc.datasets.load_newsgroups("train").data[:60], reset=True,
+                              loss=PoissonLoss())
+    for lambda_, dense_at_end in ((1e-3, True), (0.5, False)):
+        problem = CodingProblem(PoissonLoss(), lambda_=lambda_, gamma=0.05,
+                                rho=1e-3 if dense_at_end else 1.0, max_iter=2)
+        state = batch.initial_state(X, problem.loss, 6, 0, "random")
+        partition = Partition(X, problem.loss, X.shape[1])
+        _start_codes(partition, 6, 1.0, None)
+        partition.codes, partition.theta = state.codes.copy(), state.theta.copy()
+        step = CodingStep(problem)
+        for iteration in range(1, 4):
+            step(state, iteration)
+            _code(partition, problem, state.beta, None)
+            assert type(partition.codes) is type(state.codes)
+            np.testing.assert_array_equal(as_array(partition.codes), as_array(state.codes))
+            np.testing.assert_array_equal(partition.theta, state.theta)
+        assert isinstance(state.codes, np.ndarray) == dense_at_end
+
+
+def as_array(codes):
+    return codes.toarray() if isinstance(codes, SparseWordCodes) else codes
+
+
 def test_a_view_of_dense_codes_reads_them_in_place():
     rng = np.random.default_rng(4)
     indptr, codes = random_codes(rng, [3, 0, 5], 4, 0.5)

@@ -10,14 +10,14 @@
   steps too, `stc.supervised.dask_steps`).
 
 A learner takes the coding problem (`stc.coding.CodingProblem`; for a dask
-array a function of the mean count w_bar, which only the partitions know),
-the data, the starting state and the `LearningOptions`, and returns the
-`LearnedTopics`, which the estimator keeps as its fitted attributes. A
-learner is given no estimator; the steps it runs are
-`stc.training`'s (batch) and `stc.stochastic_dictionary`'s (mini-batches);
-each learner holds its engine (the Dask learners their partitions' tasks,
-on `stc.learners.partitions`). A new way of learning is a module
-here and one line of `stc._stc.LEARNERS`.
+array a `stc.learners.partitions.DeferredProblem`, as w_bar, the mean count,
+is known only to the partitions), the data, the starting state and the
+`LearningOptions`, and returns the `LearnedTopics`, which the estimator
+keeps as its fitted attributes. A learner is given no estimator; the steps
+it runs are `stc.training`'s (batch) and `stc.stochastic_dictionary`'s
+(mini-batches); each learner holds its engine (the Dask learners their
+partitions' tasks, on `stc.learners.partitions`). A new way of learning is a
+module here and one line of `stc._stc.LEARNERS`.
 """
 from dataclasses import dataclass
 

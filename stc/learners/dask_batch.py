@@ -15,8 +15,8 @@ The loop is batch learning's (`stc.training.alternate`); its steps are
 
 Before the first coding step the partitions' entry counts and token totals give
 w_bar, the mean count of a stored entry of the whole array (``count_scale_``,
-which rho in relative units needs), so the coding problem comes as
-``problem_for(w_bar)``.
+which rho in relative units needs), so the coding problem comes as a
+`stc.learners.partitions.DeferredProblem`.
 
 The arithmetic is that of the single-machine fit; only the order of the
 sums over documents differs (partition by partition), so the fitted topics
@@ -28,26 +28,28 @@ import numpy as np
 
 from stc._core._simplex import mm_update_rows
 from stc._core._sparse_ops import mm_statistics, word_code_sums
-from stc.coding import as_code_rows, code_documents, initial_codes, iteration_problem
+from stc.coding import (CodeStorage, as_code_rows, code_documents, initial_codes,
+                        iteration_problem)
 from stc.dictionary import dictionary_from_draws, initial_dictionary_draws
 from stc.learners import LearnedTopics
-from stc.learners.partitions import Partitions
+from stc.learners.partitions import Partitions, current_client
 from stc.progress import DaskProgress, step_capped_documents
 from stc.training import alternate, relative_decrease_below
 
 
-def learn(problem_for, X, options, *, client, loss, steps=None):
-    """Learn from dask array ``X`` of CSR row blocks on ``client``; returns the `LearnedTopics`.
+def learn(problem, X, options, *, steps=None):
+    """Learn from dask array ``X`` of CSR row blocks on the current client; returns the
+    `LearnedTopics`.
 
-    ``loss`` reads the blocks (`stc._validation.as_count_matrix`) before the
-    problem is known. The starting topics are drawn from
+    ``problem`` is a `DeferredProblem`: its loss reads the blocks
+    (`stc._validation.as_count_matrix`) before w_bar is known. The starting topics are drawn from
     ``options.random_state`` as `stc.dictionary.initial_dictionary` draws them.
     ``steps(training)``, if given, is called with the `DaskTraining` once its
     partitions exist and returns (coding step, extra step, describe): they
     replace STC's coding step, run after the dictionary step (MedSTC's SVM
     step) and add text to the progress lines, as in `stc.learners.batch.learn`.
     """
-    training = DaskTraining(client, X, loss, problem_for, options.n_topics,
+    training = DaskTraining(current_client(), X, problem.loss, problem.at, options.n_topics,
                             options.random_state, options.n_jobs,
                             sweeps=options.sweeps_per_iteration)
     coding_step, extra_step, describe = training.coding_step, None, None
@@ -77,8 +79,9 @@ def _row_sums(partition, rows_per_draw):
     return [np.asarray(partition.X[rows].sum(axis=0)).ravel() for rows in rows_per_draw]
 
 
-def _start_codes(partition, n_topics, value):
+def _start_codes(partition, n_topics, value, n_jobs):
     partition.codes, partition.theta = initial_codes(partition.X, n_topics, value, sparse=True)
+    partition.storage = CodeStorage(n_jobs)
     return partition.X.nnz
 
 
@@ -88,6 +91,8 @@ def _code(partition, problem, beta, n_jobs, sweeps=None):
     step_problem = iteration_problem(problem, sweeps)
     result = code_documents(step_problem, partition.X, beta, partition.codes, partition.theta,
                             n_jobs=n_jobs, with_start=False)
+    # sparse or dense by the codes' density, as in memory (stc.training.CodingStep)
+    partition.codes = partition.storage(partition.codes, partition.X.indptr)
     partition.means = result.means
     return (float(np.sum(result.objective) - np.sum(result.loss)),
             step_capped_documents(result, step_problem, sweeps))
@@ -162,7 +167,7 @@ class DaskTraining:
             largest = self.beta.sum(axis=0)[corpus > 0].max()
             if largest >= 0.5 * upper:
                 value = 0.5 * upper / largest
-        self.parts.run(_start_codes, n_topics, value)
+        self.parts.run(_start_codes, n_topics, value, self.n_jobs)
         self.capped_documents = 0
 
     def _scatter(self, array):

@@ -5,9 +5,10 @@ batches are rounds of `DaskOnlineTraining`, described at its class: every
 round takes a slice of each partition, the workers code their slices and the
 client takes the stochastic dictionary step of `stc.stochastic_dictionary`.
 w_bar is the whole array's, as for `stc.learners.dask_batch`, so the coding
-problem comes as ``problem_for(w_bar)``. Online MedSTC runs the same rounds
-with its labels (``labels``: `stc.supervised.dask_steps.DaskOnlineLabels`),
-as it runs `stc.learners.online` with its own batch step.
+problem comes as a `stc.learners.partitions.DeferredProblem`. Online MedSTC
+runs the same rounds with its labels (``labels``:
+`stc.supervised.dask_steps.DaskOnlineLabels`), as it runs
+`stc.learners.online` with its own batch step.
 """
 import numbers
 import time
@@ -19,21 +20,24 @@ from sklearn.utils import check_random_state
 
 from stc.dictionary import dictionary_from_draws, initial_dictionary_draws
 from stc.learners.online import OnlineState, run_passes
-from stc.learners.partitions import Partitions
+from stc.learners.partitions import Partitions, current_client
 from stc.stochastic_dictionary import (BatchOutcome, code_batch, introduce_terms_by_count,
                                        learning_rate, stochastic_dictionary_step)
 
 
-def learn(problem_for, X, options, *, client, loss, labels=None):
-    """Learn online from dask array ``X`` of CSR row blocks on ``client``; returns the `LearnedTopics`.
+def learn(problem, X, options, *, labels=None):
+    """Learn online from dask array ``X`` of CSR row blocks on the current client; returns the
+    `LearnedTopics`.
 
+    ``problem`` is a `DeferredProblem` (w_bar is known once the partitions
+    are read).
     ``labels.attach(training)``, if given, is called with the
     `DaskOnlineTraining` once its partitions exist: it sends each partition
     its labels, and the rounds then code the slices with them and take
     ``labels``' classifier step after each dictionary step (online MedSTC).
     """
     training = DaskOnlineTraining(
-        client, X, loss, problem_for, options.n_topics, options.random_state, options.n_jobs,
+        current_client(), X, problem.loss, problem.at, options.n_topics, options.random_state, options.n_jobs,
         batch_size=options.batch_size, learning_offset=options.learning_offset,
         learning_decay=options.learning_decay, max_steps=options.dictionary_max_iter)
     if labels is not None:

@@ -12,6 +12,8 @@ and for a dask array's rounds (`stc.learners.dask_online`): the topic
 averaging of the last pass, the progress lines, Ctrl-C and the objective
 per pass.
 """
+import sys
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +21,7 @@ from sklearn.utils import check_random_state
 
 from stc.dictionary import initial_dictionary
 from stc.learners import LearnedTopics
-from stc.progress import OnlineProgressPrinter, StopRequest
+from stc.progress import StopRequest
 from stc.stochastic_dictionary import (OnlineStatistics, introduce_new_terms, learn_from_batch,
                                        learning_rate)
 
@@ -145,7 +147,7 @@ def run_passes(make_batches, learn_from, state, n_batches, options):
     each of the last batches of the last pass (`TopicAverage`). A Ctrl-C
     ends the passes after the current batch.
     """
-    progress = (OnlineProgressPrinter(options.n_passes, n_batches,
+    progress = (PassProgress(options.n_passes, n_batches,
                                       every_batch=options.verbose >= 2)
                 if options.verbose else None)
     pass_objectives, capped = [], 0
@@ -182,6 +184,51 @@ def run_passes(make_batches, learn_from, state, n_batches, options):
     return LearnedTopics(state.components, state.term_counts, np.asarray(pass_objectives),
                          len(pass_objectives), stop.requested, converged=True,
                          capped_documents=capped, online=state)
+
+
+class PassProgress:
+    """Progress of online learning on stderr: pass, batch, objective, elapsed and time left.
+
+    About ten lines per pass (every batch with ``every_batch``) and one at the
+    end of each pass. ``n_batches`` per pass may be None (a stream of unknown
+    length: the time left is then estimated from the first pass on).
+    """
+
+    def __init__(self, n_passes, n_batches, stream=None, every_batch=False):
+        self.n_passes, self.n_batches = n_passes, n_batches
+        self.stream = sys.stderr if stream is None else stream
+        self.every = 1 if every_batch or not n_batches else max(1, n_batches // 10)
+        self.start = time.perf_counter()
+        self.batches_done = 0
+        self.window_objective, self.window_docs = 0.0, 0
+
+    def _time_left(self, pass_number, batch_number):
+        if self.n_batches is None:
+            return "?"
+        total = self.n_passes * self.n_batches
+        done = (pass_number - 1) * self.n_batches + batch_number
+        elapsed = time.perf_counter() - self.start
+        return f"{elapsed * (total - done) / max(done, 1):.0f}s"
+
+    def __call__(self, pass_number, batch_number, outcome):
+        self.batches_done += 1
+        self.window_objective += outcome.objective
+        self.window_docs += outcome.n_docs
+        if batch_number % self.every:
+            return
+        of = "" if self.n_batches is None else f"/{self.n_batches}"
+        print(f"pass {pass_number}/{self.n_passes}  batch {batch_number:4d}{of}  objective per "
+              f"document {self.window_objective / max(self.window_docs, 1):.6e}  elapsed "
+              f"{time.perf_counter() - self.start:.1f}s  left ~"
+              f"{self._time_left(pass_number, batch_number)}", file=self.stream, flush=True)
+        self.window_objective, self.window_docs = 0.0, 0
+
+    def end_pass(self, pass_number, n_batches, total):
+        if self.n_batches is None:
+            self.n_batches = n_batches
+        print(f"pass {pass_number}/{self.n_passes} done  objective {total:.6e}  elapsed "
+              f"{time.perf_counter() - self.start:.1f}s  left ~"
+              f"{self._time_left(pass_number, self.n_batches)}", file=self.stream, flush=True)
 
 
 class TopicAverage:

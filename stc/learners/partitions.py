@@ -8,11 +8,27 @@ and state to the same partitions (`stc.supervised.dask_steps`).
 Partitions are updated in place on their worker: a worker lost during the
 fit fails it (Dask cannot recompute a partition's codes).
 """
+from dataclasses import dataclass
+from typing import Callable
+
 import numpy as np
 import scipy.sparse as sp
 
 from stc._validation import as_count_matrix
 from stc.dictionary import CorpusLayout
+
+
+@dataclass(frozen=True)
+class DeferredProblem:
+    """A dask array's coding problem before its partitions are read.
+
+    rho in relative units needs w_bar, the mean count of the whole array,
+    which only the partitions know: the learner reads them with ``loss`` and
+    then builds the problem as ``at(w_bar)``.
+    """
+
+    loss: object
+    at: Callable
 
 
 def is_dask_array(X):
@@ -65,6 +81,7 @@ class Partition:
             raise ValueError(f"a block has {self.X.shape[1]} columns, expected {n_features}")
         self._layout = None
         self.codes = self.theta = self.means = None
+        self.storage = None  # batch learning's stc.coding.CodeStorage of the word codes
         # online learning: the row order of the current pass, the slice of
         # rows coded next (and which of the partition's rows they are) and the
         # coded slice (its word codes, until the next)

@@ -26,8 +26,8 @@ codes new documents, and the held-out half is scored under those codes:
   scored on the rest, nothing on the test split) over every model of the
   peers benchmark, dense and sparse coders alike, at K = 20, 50 and 100:
   0.007 loses the least on average against the pseudo-count that suits each
-  model best (0.002-0.004 for dense coders, 0.007-0.02 for sparse ones),
-  and has the highest mean log-likelihood (the docs' topic quality page).
+  model best (dense coders prefer smaller ones, sparse coders larger), and
+  has the highest mean log-likelihood (the docs' topic quality page).
   ``u`` is the training corpus's term frequencies with one added to every
   count (``term_counts_``), so that a term the topics give no weight gets a
   small positive probability instead of log 0; a document whose codes are

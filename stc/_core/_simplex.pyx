@@ -473,9 +473,9 @@ cdef double minimiser_row(const double* a, const double* c, const double* beta_r
     c - min c (scratch of n doubles each), the sums run as SIMD reductions,
     and Newton's method is applied to 1 / S(u) - 1 with S(u) = sum a / (d + u):
     1 / S is increasing, concave and nearly linear where one entry dominates,
-    so from a warm start it takes a few steps (3 to 4 on 20 Newsgroups
-    against 4 to 8 for Newton on S - 1). Online learning calls it once per
-    MM step on all K x N statistics, so its cost counts.
+    so from a warm start it takes fewer steps than Newton on S - 1. Online
+    learning calls it once per MM step on all K x N statistics, so its cost
+    counts.
     """
     cdef double lowest = INFINITY, spare = INFINITY, total = 0.0, low = 0.0, high, u
     cdef double sums, slope, step, nu

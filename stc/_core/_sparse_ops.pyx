@@ -107,8 +107,8 @@ def word_code_sums(const int[::1] col_ptr, const int[::1] col_entries, SparseWor
                      dtype=np.float64)
     cdef double[:, ::1] out_v = out, plain_v = plain
     with nogil:
-        # dynamic: the entries crowd into the first terms (20 Newsgroups: 90 % in
-        # the first half), so static halves leave one thread idle
+        # dynamic: the entries crowd into a corpus's frequent terms, which tend to
+        # come first, so static halves can leave one thread idle
         for n in prange(n_features, schedule="dynamic", chunksize=TERM_CHUNK,
                         num_threads=n_threads):
             for p in range(col_ptr[n], col_ptr[n + 1]):

@@ -56,17 +56,13 @@ from stc.supervised.steps import (SegmentEnd, halve_rejected_steps, refit_C_of_s
 from stc.supervised.svm import loss_augmented_hinges, sample_hinges
 
 # Documents per step of `stochastic_svm_step` (the batch is cut into such chunks, in order).
-# Smaller chunks mean more, noisier steps. Not tuned: with 16, the averaged refit of an
-# online fit on a validation part of the 20 Newsgroups training split (K = 50) scored
-# 0.894 validation accuracy, the cutting-plane SVM on the same label-free codes 0.891.
+# Smaller chunks mean more, noisier steps. Not tuned; how the averaged refit compares with
+# the cutting-plane SVM on the same codes: docs/results.md, "Online MedSTC".
 SVM_CHUNK = 16
 
 # Sweeps of step 1's label-free coding when its codes only start step 2 (see the module
-# doc). Chosen on a validation part of the 20 Newsgroups training split (9,015 documents
-# fitted, 2,254 scored, MedSTC's online defaults): against coding to convergence, one
-# sweep took 20 % less time at K = 20, 50 and 100 with validation accuracy 0.880 against
-# 0.878 (K = 50, three seeds), 0.872 against 0.859 (K = 20) and 0.881 against 0.881
-# (K = 100, two seeds each); two sweeps saved 11 % at K = 50, three nothing.
+# doc). One sweep is faster than coding to convergence at the same validation accuracy
+# (docs/results.md, "Online MedSTC").
 LABEL_FREE_SWEEPS = 1
 
 

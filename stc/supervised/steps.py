@@ -29,9 +29,9 @@ from stc.supervised.svm import (CuttingPlaneSVM, loss_augmented_predict, multicl
 # refit_C="auto": the refit's C is REFIT_C_SCALE / mean_d ||theta_d||^2 over the label-free
 # training codes. The SVM on codes a theta with C / a^2 is the SVM on theta with C (eta / a,
 # the same predictions), so C times the codes' mean squared norm is what carries over
-# between corpora and settings. The constant is that product for the C = 3e6 chosen by
-# cross-validation at the defaults on 20 Newsgroups, K = 50: mean ||theta_d||^2 = 1.669
-# there, so "auto" gives 2.996e6 (docs/algorithms.md, "Choosing MedSTC's parameters").
+# between corpora and settings. The constant is that product for the C that
+# cross-validation chose at the defaults, K = 50 (docs/algorithms.md, "Choosing MedSTC's
+# parameters"; the codes' scale there and the C "auto" gives: docs/results.md, "MedSTC").
 REFIT_C_SCALE = 5e6
 
 # The safeguard's halvings estimate each trial point's objective from the means and

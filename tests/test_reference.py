@@ -200,7 +200,7 @@ def test_theta_from_codes(penalty):
 def test_segments(seed):
     X, beta, old_codes, old_theta = corpus(seed)
     rng = np.random.default_rng(seed + 10)
-    old_theta[3] = rng.gamma(2.0, size=old_theta.shape[1])  # empty: its penalty alone counts
+    old_theta[3] = rng.gamma(2.0, size=old_theta.shape[1])  # empty: not part of (2)
     new_codes = old_codes * rng.uniform(0.0, 2.0, size=old_codes.shape)
     new_theta = old_theta * rng.uniform(0.0, 2.0, size=old_theta.shape)
     params = problem(seed).params

@@ -34,7 +34,7 @@ from cython.parallel cimport parallel, prange
 from libc.math cimport INFINITY, NAN, fabs, isfinite
 from libc.stdlib cimport free, malloc
 
-from stc._core._simd cimport add_topic, coupling_slope, remove_topic
+from stc._core._simd cimport add_topic, codes_all_zero, coupling_slope, remove_topic
 from stc._core._word_codes cimport (STORE_SCRATCH, CodeRows, SparseWordCodes, load_rows,
                                     release_free_memory, store_rows)
 from stc.losses._base cimport CompiledLoss
@@ -102,6 +102,9 @@ cdef struct Document:
     const double* linear    # MedSTC's linear term on theta (K), or NULL
     double* scratch         # n_words doubles of work space (word curvatures, exact means)
     double* code_sums       # K doubles of work space: each topic's sum of word codes
+    # 2 gamma added once per word in word order: the coupling curvature of a topic whose
+    # word codes are all 0 (`solve_topic_words`)
+    double flat_curvature
 
 
 cdef inline Document document_view(Py_ssize_t n_words, Py_ssize_t n_topics, const double* y,
@@ -112,6 +115,7 @@ cdef inline Document document_view(Py_ssize_t n_words, Py_ssize_t n_topics, cons
     doc.n_words, doc.n_topics = n_words, n_topics
     doc.y, doc.b, doc.s, doc.m, doc.theta, doc.linear = y, b, s, m, theta, linear
     doc.scratch, doc.code_sums = NULL, NULL
+    doc.flat_curvature = NAN
     return doc
 
 
@@ -192,6 +196,8 @@ cdef double document_objective(CompiledLoss loss, const Document* doc, const Cod
     for k in range(n_topics):
         s_k = s + k * n_words
         t = theta[k]
+        if t == 0.0 and codes_all_zero(n_words, s_k):
+            continue  # every term below is 0, which leaves each sum's bits as they are
         for i in range(n_words):
             x = s_k[i]
             diff = x - t
@@ -227,6 +233,13 @@ cdef inline double solve_topic_words(CompiledLoss loss, const Document* doc, Py_
     cdef double* code_sum = &doc.code_sums[k]
     cdef double slope, curv, lin = rho_lin - 2.0 * gamma * t
     loss._solve_coordinates(n_words, y, b, rests, quad, lin, s_k, scratch)
+    if t == 0.0 and codes_all_zero(n_words, s_k):
+        # Most topics of a document (theta_k = 0, no word using them): every term of the
+        # slope and code sums is 0 and every curvature term 2 gamma, so the sums are
+        # known without their chains of additions (the same bits).
+        code_sum[0] = 0.0
+        curvature[0] = doc.flat_curvature
+        return 0.0
     slope = coupling_slope(n_words, s_k, scratch, t, gamma, quad, &curv, code_sum)
     # A NaN code makes the slope NaN, a NaN curvature of a positive code the
     # curvature: only then look for the word (kept out of the hot loop).
@@ -654,6 +667,9 @@ cdef void code_one_document(CompiledLoss loss, const CorpusView* corpus, CodeSto
         for i in range(n_words):
             call.start_means[start + i] = m[i]
     doc.scratch, doc.code_sums = scratch, work + (2 * n_topics + 1) * n_words
+    doc.flat_curvature = 0.0
+    for i in range(n_words):
+        doc.flat_curvature += 2.0 * p.gamma  # in word order, as `coupling_slope` adds
     sweep_document(loss, &doc, p, max_iter, call.with_start, out)
     if out.failure.kind != FAILURE_NONE:
         return  # the caller raises; the codes are left as they are
@@ -941,7 +957,11 @@ def segment_objectives(CompiledLoss loss, CodingParams params, X, const double[:
                 for i in range(n_words):
                     s[k * n_words + i] = old_codes[start + i, k] + t * (
                         new_codes[start + i, k] - old_codes[start + i, k])
-            # an empty document has no means, only theta's penalty
+            if n_words == 0:
+                # no words: its theta is not part of (2) (coding leaves it at 0)
+                objective_v[r] = 0.0
+                loss_v[r] = 0.0
+                continue
             load_document(&beta_t[0, 0], n_topics, &indices[start], n_words, b)
             exact_means(s, b, n_words, n_topics, m)
             doc = document_view(n_words, n_topics, &data[start], b, s, m, trial_theta, NULL)

@@ -13,3 +13,4 @@ cdef void remove_topic(Py_ssize_t n, const double* b, const double* s,
                        double* means) noexcept nogil
 cdef void add_topic(Py_ssize_t n, const double* b, const double* s,
                     double* means) noexcept nogil
+cdef bint codes_all_zero(Py_ssize_t n, const double* s) noexcept nogil

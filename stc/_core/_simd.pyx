@@ -18,6 +18,7 @@ cdef extern from "_vector_kernels.h":
     ctypedef double (*coupling_fn)(Py_ssize_t, const double*, const double*, double, double,
                                    double, double*, double*) noexcept nogil
     ctypedef void (*means_fn)(Py_ssize_t, const double*, const double*, double*) noexcept nogil
+    ctypedef int (*all_zero_fn)(Py_ssize_t, const double*) noexcept nogil
     ctypedef double (*throughput_fn)(int, Py_ssize_t, Py_ssize_t, const double*,
                                      const double*, double*) noexcept nogil
     ctypedef struct stc_kernel_table:
@@ -28,6 +29,7 @@ cdef extern from "_vector_kernels.h":
         coupling_fn coupling
         means_fn remove_topic
         means_fn add_topic
+        all_zero_fn all_zero
     const char* stc_level_name(int level) nogil
     enum:
         STC_OP_SQRT
@@ -68,6 +70,10 @@ cdef void remove_topic(Py_ssize_t n, const double* b, const double* s,
 cdef void add_topic(Py_ssize_t n, const double* b, const double* s,
                     double* means) noexcept nogil:
     active.add_topic(n, b, s, means)
+
+
+cdef bint codes_all_zero(Py_ssize_t n, const double* s) noexcept nogil:
+    return active.all_zero(n, s) != 0
 
 
 def levels():

@@ -36,6 +36,7 @@ typedef double (*stc_coupling_fn)(ptrdiff_t n, const double* s, const double* cu
                                   double t, double gamma, double quad, double* curvature,
                                   double* code_sum);
 typedef void (*stc_means_fn)(ptrdiff_t n, const double* b, const double* s, double* means);
+typedef int (*stc_all_zero_fn)(ptrdiff_t n, const double* s);
 
 /* Throughput probes for benchmarks/bench_roofline.py: each level's square root, division
    and multiplication over L1-resident arrays, and a dependent chain of additions (the
@@ -51,6 +52,7 @@ typedef struct {
     stc_coupling_fn coupling;     /* sum_n 2 gamma (t - s_n), its curvature, and sum_n s_n */
     stc_means_fn remove_topic;    /* means -= b s, clamped at 0 */
     stc_means_fn add_topic;       /* means += b s */
+    stc_all_zero_fn all_zero;     /* 1 when every s_n == 0 (either sign), else 0 */
     stc_throughput_fn throughput; /* bench_roofline.py's per-element times */
 } stc_kernel_table;
 
@@ -126,6 +128,14 @@ static void stc_add_topic_scalar(ptrdiff_t n, const double* b, const double* s, 
     ptrdiff_t i;
     for (i = 0; i < n; i++)
         means[i] = means[i] + b[i] * s[i];
+}
+
+static int stc_all_zero_scalar(ptrdiff_t n, const double* s) {
+    ptrdiff_t i;
+    for (i = 0; i < n; i++)
+        if (s[i] != 0.0)
+            return 0;
+    return 1;
 }
 
 /* ---- the vector levels ---------------------------------------------------------------- */
@@ -321,6 +331,17 @@ TARGET static void stc_add_topic_##SUFFIX(ptrdiff_t n, const double* b, const do
         means[j] = means[j] + b[j] * s[j];                                                    \
 }                                                                                             \
                                                                                               \
+TARGET static int stc_all_zero_##SUFFIX(ptrdiff_t n, const double* s) {                       \
+    ptrdiff_t i;                                                                              \
+    for (i = 0; i + W <= n; i += W) {                                                         \
+        VD zero = {0.0};                                                                      \
+        if (0 != BITS(STC_LOAD(VD, s + i) != zero)) return 0;                                 \
+    }                                                                                         \
+    for (; i < n; i++)                                                                        \
+        if (s[i] != 0.0) return 0;                                                            \
+    return 1;                                                                                 \
+}                                                                                             \
+                                                                                              \
 TARGET static double stc_throughput_##SUFFIX(int op, ptrdiff_t n, ptrdiff_t repeats,           \
                                              const double* a, const double* b, double* out) { \
     ptrdiff_t r, i;                                                                           \
@@ -395,13 +416,15 @@ static int stc_level_supported(int level) {
 static stc_kernel_table stc_kernel_table_of(int level) {
     stc_kernel_table table = {STC_LEVEL_SCALAR, stc_closed_form_scalar, stc_closed_form_scalar,
                               stc_coupling_scalar, stc_remove_topic_scalar,
-                              stc_add_topic_scalar, stc_throughput_scalar};
+                              stc_add_topic_scalar, stc_all_zero_scalar,
+                              stc_throughput_scalar};
 #if defined(STC_HAVE_VECTORS)
 #define STC_TABLE(LEVEL, SUFFIX)                                                              \
     if (level == LEVEL) {                                                                     \
         stc_kernel_table t = {LEVEL, stc_poisson_##SUFFIX, stc_gaussian_##SUFFIX,             \
                               stc_coupling_##SUFFIX, stc_remove_topic_##SUFFIX,               \
-                              stc_add_topic_##SUFFIX, stc_throughput_##SUFFIX};               \
+                              stc_add_topic_##SUFFIX, stc_all_zero_##SUFFIX,                  \
+                              stc_throughput_##SUFFIX};                                       \
         table = t;                                                                            \
     }
     STC_TABLE(STC_LEVEL_BASELINE, baseline)

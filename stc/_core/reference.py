@@ -429,7 +429,12 @@ def segment_objectives(loss, params, X, beta, old, new, rows, steps):
     trial_codes = old_codes[entries] + step_of_entry * (new_codes[entries] - old_codes[entries])
     trial_theta = old_theta[rows] + steps[:, None] * (new_theta[rows] - old_theta[rows])
     means = np.sum(trial_codes * beta.T[sub.indices], axis=1)
-    return document_objective(loss, sub, position, means, trial_codes, trial_theta, None, params)
+    objective, loss_part = document_objective(loss, sub, position, means, trial_codes,
+                                              trial_theta, None, params)
+    # a document without words: its theta is not part of (2) (coding leaves it at 0)
+    empty = np.diff(sub.indptr) == 0
+    objective[empty], loss_part[empty] = 0.0, 0.0
+    return objective, loss_part
 
 
 def segment_curvatures(params, X, old, new, rows):

@@ -105,6 +105,17 @@ def test_every_level_solves_a_batch_with_the_scalar_bits(name, problems, quad, l
             assert solved.tobytes() == reference.tobytes(), level
 
 
+@settings(max_examples=200, deadline=None)
+@given(codes=st.lists(st.sampled_from([0.0, 0.0, 0.0, -0.0, 1e-300, 2.5, np.nan]), max_size=40),
+       zero_prefix=st.integers(0, 20))
+def test_every_level_tells_all_zero_codes_as_numpy_does(codes, zero_prefix):
+    """The check behind the coupling sums' shortcut: -0.0 is zero, NaN and tiny codes not."""
+    s = np.array([0.0] * zero_prefix + codes, dtype=np.float64)
+    expected = bool(np.all(s == 0.0))
+    for level in simd.levels():
+        assert at_level(level, simd._codes_all_zero, s) == expected, level
+
+
 @pytest.mark.parametrize("n_words", [1, 7, 255, 256, 257, 700])
 def test_long_batches_cross_the_chunks_with_the_scalar_bits(n_words):
     """The Poisson kernel packs the words it solves per chunk of 256."""

@@ -76,6 +76,11 @@ cdef bint codes_all_zero(Py_ssize_t n, const double* s) noexcept nogil:
     return active.all_zero(n, s) != 0
 
 
+def _codes_all_zero(const double[::1] s):
+    """`codes_all_zero` of ``s`` at the level in use (for the tests)."""
+    return bool(codes_all_zero(s.shape[0], &s[0] if s.shape[0] else NULL))
+
+
 def levels():
     """The levels this build holds and this CPU runs, lowest first."""
     return tuple(name for i, name in enumerate(LEVEL_NAMES) if stc_level_supported(i))

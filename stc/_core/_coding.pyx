@@ -499,20 +499,16 @@ cdef inline void exact_means(const double* s, const double* b, Py_ssize_t n_word
                              Py_ssize_t n_topics, double* means) noexcept nogil:
     """means[i] = sum_k s[k, i] b[k, i], summed in topic order (as `word_means` does).
 
-    Topic by topic over all words: every word's sum gets its terms in the same
-    order as a word-by-word loop would add them (the same bits), while the
-    inner loop reads the topic-major buffers in sequence.
+    Topic by topic over all words (`add_topic`, at the vector level in use):
+    every word's sum gets its terms in the same order as a word-by-word loop
+    would add them (the same bits), while the passes read the topic-major
+    buffers in sequence.
     """
     cdef Py_ssize_t i, k
-    cdef const double* s_k
-    cdef const double* b_k
     for i in range(n_words):
         means[i] = 0.0
     for k in range(n_topics):
-        s_k = s + k * n_words
-        b_k = b + k * n_words
-        for i in range(n_words):
-            means[i] = means[i] + s_k[i] * b_k[i]
+        add_topic(n_words, b + k * n_words, s + k * n_words, means)
 
 
 cdef void sweep_document(CompiledLoss loss, Document* doc, const CodingParams* p, int max_iter,

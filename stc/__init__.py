@@ -1,6 +1,9 @@
 """Sparse Topical Coding (Zhu & Xing, UAI 2011): sparse non-negative codes for
 documents and words, learned by coordinate descent; MedSTC adds a max-margin
 classifier on the document codes."""
+import importlib as _importlib
+import os as _os
+
 __all__ = ["DataWarning", "FitInterruptedWarning", "MedSTC", "STC", "openmp_enabled",
            "get_include", "load", "report", "show_config"]
 # The one place of the version: the package metadata (pyproject.toml), `stc --version`,
@@ -22,16 +25,14 @@ _SUBMODULES = ("_core", "_persistence", "_report", "_stc", "_validation", "codin
 
 
 def __getattr__(name):
-    import importlib
-
     if name in _PUBLIC:
         for module in _IMPORTED_FIRST.get(name, ()):
-            importlib.import_module(module)
-        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+            _importlib.import_module(module)
+        value = getattr(_importlib.import_module(_PUBLIC[name]), name)
         globals()[name] = value  # later look-ups skip this function
         return value
     if name in _SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")
+        return _importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -46,6 +47,4 @@ def get_include():
     ``from stc.losses._base cimport CompiledLoss`` finds ``_base.pxd`` (Cython
     searches ``include_path``, not the extension's ``include_dirs``).
     """
-    import os
-
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))

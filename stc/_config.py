@@ -4,16 +4,15 @@ import platform
 import sys
 
 import numpy as np
+import scipy
+import sklearn
+
+import stc
+from stc._core import _openmp, _simd
 
 
 def configuration():
     """The facts `show_config` prints, as a dict (for bug reports and benchmark headers)."""
-    import scipy
-    import sklearn
-
-    import stc
-    from stc._core import _openmp, _simd
-
     return {
         "stc": stc.__version__,
         "python": sys.version.split()[0],

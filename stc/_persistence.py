@@ -29,6 +29,8 @@ import zlib
 
 import numpy as np
 
+from stc import __version__
+
 FORMAT_NAME = "stc-model"
 FORMAT_VERSION = 1
 # Parameters added after format version 1: a file written before one existed (so without
@@ -71,8 +73,6 @@ def register_estimator(cls):
 
 
 def _package_version():
-    from stc import __version__
-
     return __version__
 
 
@@ -159,7 +159,7 @@ def _checksum(metadata, arrays):
 
 def _loss_name(loss):
     """The registered name of ``loss`` (a name or an instance of a registered class)."""
-    from stc.losses import _REGISTRY
+    from stc.losses import _REGISTRY  # here: reading a file's metadata needs no kernels
 
     if isinstance(loss, str):
         if loss not in _REGISTRY:
@@ -374,7 +374,7 @@ def load(path):
     and, when they were saved, ``vocabulary_`` (the term of each column)
     and ``text_options_`` (how text was tokenised, for `stc.io`).
     """
-    from stc.losses import registered_losses
+    from stc.losses import registered_losses  # here: reading a file needs no kernels
 
     metadata, arrays = read_model_file(path)
     estimator = metadata.get("estimator")

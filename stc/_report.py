@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from stc import __version__
+
 from stc import inspect as _inspect
 from stc import plotting
 
@@ -311,8 +313,6 @@ def _classes_section(model, X, y, class_names):
 
 def _page(title, header, sections):
     """The whole document: head with the inlined style, header, sections, footer."""
-    from stc import __version__
-
     created = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'

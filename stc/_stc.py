@@ -69,24 +69,15 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Weight of the coupling gamma * ||s_dn - theta_d||^2; None means ``lambda_``.
     rho : float, default=0.02
         Weight of the penalty on word codes s, in the units ``rho_units`` says.
-        The defaults (``rho=0.02``, ``rho_units="relative"``,
-        ``theta_penalty="l1"``) are the sparsest setting measured within 2
-        points of the best accuracy (``benchmarks/results_sparsity.md``). The
-        paper's setting is ``STC(rho=0.01, rho_units="absolute",
-        theta_penalty="l2", sweeps_per_iteration=None)``.
+        The defaults are the knee of the sparsity-accuracy frontier
+        (docs/results.md); the paper's setting is ``STC(rho=0.01,
+        rho_units="absolute", theta_penalty="l2", sweeps_per_iteration=None)``.
     rho_units : {"relative", "absolute"}, default="relative"
-        ``"absolute"``: ``rho`` is the weight in objective (2), the paper's
-        parameterisation. ``"relative"``: ``rho`` is a weight relative to the
-        codes' scale; objective (2) gets ``effective_rho_`` = rho sqrt(2 gamma
-        w_bar), w_bar the mean count of an observed entry of the training data
-        (``count_scale_``). With the Poisson loss the zeros of the codes then
-        depend on ``rho`` alone, not on the scale of the counts, nor on gamma
-        and ``lambda_`` when gamma = ``lambda_`` and theta has the l2 penalty
-        (with the l1 penalty, ``lambda_`` still counts); roughly, a topic gives
-        non-zero codes to the other words of a document only if it explains
-        more than a share ``rho`` of its words. See docs/algorithms.md,
-        "Sparsity". For other losses it is the same rescaling of ``rho``,
-        without that guarantee.
+        ``"absolute"``: ``rho`` is the weight in objective (2), as in the
+        paper. ``"relative"``: objective (2) gets ``effective_rho_`` = rho
+        sqrt(2 gamma w_bar), w_bar the mean stored count of the training data
+        (``count_scale_``), so that with the Poisson loss the codes' zeros do
+        not depend on the scale of the counts (docs/algorithms.md, "Sparsity").
     loss : str or loss instance, default="poisson"
         Registered loss name (``stc.losses.registered_losses()``) or instance.
     theta_penalty : {"l1", "l2"}, default="l1"
@@ -120,36 +111,24 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     random_state : int, RandomState or None, default=None
         Seeds the initial topics.
     init : {"auto", "random", "nndsvd"}, default="auto"
-        The starting topics. ``"random"``: each topic a few randomly drawn
-        documents mixed with the corpus distribution. ``"nndsvd"`` (in-memory
-        batch learning only; online
-        and Dask learning start from their first batch or partitions and
-        refuse it): from a truncated SVD of the counts, each topic the
-        non-negative part of a singular vector (NNDSVD;
-        `stc.dictionary.nndsvd_dictionary`). ``"auto"``: ``"nndsvd"`` for
-        in-memory batch learning with ``n_topics >= 50``
-        (`stc.dictionary.NNDSVD_MIN_TOPICS`), ``"random"`` otherwise: the
-        start that fitted the more accurate codes at each size (docs/quality.md,
-        "Initialisation"). The SVD runs in BLAS: a fit from it is the same
-        for any ``n_jobs``, but its last bits may differ between BLAS builds.
+        The starting topics. ``"random"``: a few drawn documents per topic,
+        mixed with the corpus distribution. ``"nndsvd"``: the non-negative
+        parts of a truncated SVD of the counts (`stc.dictionary.nndsvd_dictionary`;
+        in-memory batch learning only, and its BLAS build can change a fit's
+        last bits). ``"auto"``: ``"nndsvd"`` there from ``n_topics >= 50``,
+        else ``"random"`` (docs/quality.md, "Initialisation").
     verbose : int, default=0
-        When > 0, print progress to stderr. Batch learning: one line per
-        outer iteration (objective, share of zero codes, elapsed and
-        estimated remaining time). Online learning: pass, batch, objective
-        per document of the latest batches, elapsed and remaining time,
-        about ten lines per pass (every batch when ``verbose >= 2``).
+        When > 0, print progress to stderr: one line per outer iteration
+        (batch learning), about ten per pass (online learning; every batch
+        when ``verbose >= 2``), as docs/cli.md shows.
     learning_method : {"batch", "online"}, default="batch"
-        ``"batch"``: alternate coding of the whole corpus and dictionary
-        steps until ``tol`` or ``max_iter`` (all word codes in memory).
-        ``"online"``: ``fit`` makes ``n_passes`` passes over the documents
-        in shuffled mini-batches of ``batch_size``; each batch is coded with
-        the current topics, then a stochastic dictionary step updates them
-        (see ``partial_fit``). Memory grows with the batch, not the corpus.
-        Online learning needs the Poisson loss (its MM dictionary step).
-        ``fit`` of a dask array of CSR row blocks (the ``[dask]`` extra) runs
-        on the current dask.distributed client, in either mode: workers code
-        their blocks (online: one slice of each per mini-batch) and return
-        only the dictionary step's sums.
+        ``"batch"``: the whole corpus coded in every outer iteration (all
+        word codes in memory). ``"online"``: ``n_passes`` passes in shuffled
+        mini-batches, each coded and then learned from by a stochastic
+        dictionary step (memory grows with the batch; Poisson loss only). A
+        dask array is fitted on the current dask.distributed client in either
+        mode (docs/user_guide.md, "Online learning" and "Fitting on a Dask
+        cluster").
     batch_size : int, default=256
         Documents per mini-batch (online learning, ``fit_stream`` excepted:
         there the batches come as given).
@@ -159,20 +138,15 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         the usual conditions for stochastic approximation to converge.
     learning_offset : float, default=10.0
         tau0 in rho_t (above); larger values give early batches less weight.
-        How the online defaults were chosen:
-        ``benchmarks/results_online_tuning.md`` and
-        ``benchmarks/results_online_tuning_defaults.md``.
+        How the online defaults were chosen: docs/results.md.
     n_passes : int, default=3
         Passes over the documents made by ``fit`` and ``fit_stream`` with
         online learning (``max_iter`` and ``tol`` apply to batch learning).
     topic_averaging : float in [0, 1], default=0.5
-        Online ``fit`` and ``fit_stream``: the fitted topics are the average
-        of the topics after each of the last ceil(``topic_averaging`` x
-        batches per pass) batches of the last pass (Polyak-Ruppert averaging,
-        which evens out the last batches' noise); 0 keeps the topics after
-        the last batch. ``fit_stream`` needs the number of batches per pass:
-        from ``len(batches)``, else counted in the first pass (so a single
-        pass over a stream of unknown length is not averaged).
+        Online ``fit`` and ``fit_stream``: the topics are averaged over the
+        last ceil(``topic_averaging`` x batches per pass) batches of the last
+        pass (Polyak-Ruppert averaging); 0 keeps the last batch's topics. A
+        single pass over a stream of unknown length is not averaged;
         ``partial_fit`` never averages.
 
     Attributes

@@ -88,7 +88,7 @@ def _vocabulary(model, vocabulary):
 
 def _count_matrix(model, X):
     """``X`` as a CSR matrix with as many columns as the model has terms."""
-    import scipy.sparse as sp
+    import scipy.sparse as sp  # here: `stc topics` reads topics without scipy
 
     n_features = _topics(model).shape[1]
     X = sp.csr_matrix(X, dtype=np.float64, copy=True)  # canonicalised below, in place
@@ -214,7 +214,7 @@ def representative_words(X, y, vocabulary=None, n_per_class=3):
     -------
     list of str (or of int column indices if ``vocabulary`` is None)
     """
-    import scipy.sparse as sp
+    import scipy.sparse as sp  # here: `stc topics` reads topics without scipy
 
     X = sp.csr_matrix(X, dtype=np.float64)
     y = np.asarray(y)

@@ -178,7 +178,7 @@ def plot_confusion_matrix(model, X, y, class_names=None, ax=None):
     -------
     matplotlib.figure.Figure
     """
-    from sklearn.metrics import confusion_matrix
+    from sklearn.metrics import confusion_matrix  # here: the other plots need no sklearn
 
     y = np.asarray(y)
     predicted = model.predict(X)

@@ -94,44 +94,24 @@ class MedSTC(ClassifierMixin, STC):
     `STC` (with ``max_iter`` defaulting to 20, ``tol`` to 5e-3, ``lambda_`` to
     30 and ``theta_penalty`` to ``"l2"``; ``gamma`` defaults to ``lambda_`` as in
     STC, and ``rho`` to 0.02 in relative units, as in STC), plus those below;
-    its attributes are STC's plus those below. Learning is batch learning, in
-    memory or, for a dask array of CSR row blocks, on the current
-    dask.distributed client (`fit`), or online learning, in memory
-    (``learning_method="online"``, `fit_stream`, `partial_fit`;
-    `stc.supervised.online_steps`) or on Dask (`fit`): each mini-batch is
-    coded with the shifted mean of the current eta, the topics take STC's
-    stochastic dictionary step and eta a Pegasos step on the batch's codes
-    (`stochastic_svm_step`); the
-    refit runs on every batch coded without labels with the final topics.
-    Online learning's parameters (``batch_size``, ``learning_decay``,
-    ``learning_offset``, ``n_passes``, ``topic_averaging``) are STC's, with
-    ``batch_size=512`` and ``n_passes=2`` by default (below);
-    ``sweeps_per_iteration`` is then the number of shifted-mean sweeps per
-    batch.
-
-    ``rho=0.02, rho_units="relative"`` is the sparsest setting measured
-    within 2 points of the best accuracy (``benchmarks/results_sparsity.md``).
-    The paper's parameterisation is ``MedSTC(rho=0.01, rho_units="absolute",
-    sweeps_per_iteration=None, tol=1e-4)``.
-
-    ``tol=5e-3``: late in a fit objective (4) still falls a little every
-    iteration, unevenly (the safeguard's rejections), while the classifier
-    has stopped improving; STC's 1e-4 would run every fit to ``max_iter``
-    (docs/algorithms.md, "Choosing MedSTC's parameters").
+    its attributes are STC's plus those below. It learns as STC does: batch
+    or online (``learning_method``; `fit_stream`, `partial_fit`), in memory
+    or on a dask array; online, each mini-batch is coded with the shifted
+    mean of the current eta and eta takes a Pegasos step on its codes
+    (`stc.supervised.online_steps`), with ``sweeps_per_iteration``
+    shifted-mean sweeps per batch. The paper's parameterisation is
+    ``MedSTC(rho=0.01, rho_units="absolute", sweeps_per_iteration=None,
+    tol=1e-4)``; why the defaults differ: docs/algorithms.md, "Choosing
+    MedSTC's parameters".
 
     Parameters
     ----------
     C : float, default=30000.0
-        Weight of the averaged multi-class hinge loss. C and ``lambda_``
-        have to grow together; the defaults of C, ``lambda_`` and refit_C were
-        chosen together by cross-validation (``docs/algorithms.md``,
-        "Choosing MedSTC's parameters").
-        The hinge is averaged over documents while objective (2) sums over
-        them, so on a much larger or smaller corpus a C scaled with the
-        number of documents is a natural first try. With
-        ``theta_penalty="l1"`` a shifted-mean coding step can be unbounded
-        (see ``docs/algorithms.md``); the safeguard rejects such steps,
-        counted in ``rejected_steps_``.
+        Weight of the averaged multi-class hinge loss; C and ``lambda_`` grow
+        together (chosen by cross-validation: docs/algorithms.md, "Choosing
+        MedSTC's parameters"). The hinge is averaged over documents and
+        objective (2) sums over them: on a much larger or smaller corpus, try
+        C scaled with the number of documents.
     cost : float, default=3600.0
         Cost ell of a wrong label, Delta(y, y') = ell * 1[y != y'] (the
         paper's setting for MedSTC); the same parameter as
@@ -147,27 +127,18 @@ class MedSTC(ClassifierMixin, STC):
         the paper's step. How 2 was chosen: ``docs/algorithms.md``, "Choosing
         MedSTC's parameters".
     refit_C : "auto", float or None, default="auto"
-        After the loop, the training documents are coded again without labels,
-        exactly as `transform` codes new documents, and eta is refitted on
-        those codes with this C; ``joint_coef_`` keeps the loop's eta. The
-        loop's eta is trained on codes pulled towards their labels by the
-        shifted mean, which test codes never get. ``"auto"`` follows the
-        scale of the codes: C = REFIT_C_SCALE / mean_d ||theta_d||^2 over those
-        codes (``REFIT_C_SCALE``, in ``stc.supervised.medstc``, matches the C
-        that cross-validation chose at the paper's setting). The value used
-        is ``refit_C_``.
-        Codes scaled by a then get C / a^2: the same classifier up to the
-        factor 1 / a, and the same predictions, so the default needs no
-        cross-validation per setting. A number is used as it is. None keeps
-        the loop's eta (the paper's classifier).
+        After the loop, eta is refitted with this C on the training documents
+        coded without labels, as `transform` codes new ones (the loop's eta,
+        ``joint_coef_``, saw codes pulled towards their labels). ``"auto"``:
+        C = REFIT_C_SCALE / mean_d ||theta_d||^2 over those codes, which
+        follows their scale (docs/algorithms.md); the value used is
+        ``refit_C_``. None keeps the loop's eta (the paper's classifier).
 
     batch_size : int, default=512
         As in `STC` (online learning), with MedSTC's own default.
     n_passes : int, default=2
-        As in `STC` (online learning), with MedSTC's own default:
-        ``batch_size=512, n_passes=2`` is the fastest setting measured within
-        half a point of batch MedSTC's validation accuracy
-        (``benchmarks/results_medstc_online_tuning.md``).
+        As in `STC` (online learning), with MedSTC's own default (how it was
+        chosen: docs/results.md, "Online MedSTC").
     total_samples : int or None, default=None
         Online learning: D, the number of training documents the hinge of
         (4) averages over, which sets the shifted mean's weight C / D. None:

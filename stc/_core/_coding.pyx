@@ -196,7 +196,8 @@ cdef double document_objective(CompiledLoss loss, const Document* doc, const Cod
     for k in range(n_topics):
         s_k = s + k * n_words
         t = theta[k]
-        if t == 0.0 and codes_all_zero(n_words, s_k):
+        if t == 0.0 and (linear == NULL or isfinite(linear[k])) and codes_all_zero(
+                n_words, s_k):
             continue  # every term below is 0, which leaves each sum's bits as they are
         for i in range(n_words):
             x = s_k[i]

@@ -147,8 +147,7 @@ def run_passes(make_batches, learn_from, state, n_batches, options):
     each of the last batches of the last pass (`TopicAverage`). A Ctrl-C
     ends the passes after the current batch.
     """
-    progress = (PassProgress(options.n_passes, n_batches,
-                                      every_batch=options.verbose >= 2)
+    progress = (PassProgress(options.n_passes, n_batches, every_batch=options.verbose >= 2)
                 if options.verbose else None)
     pass_objectives, capped = [], 0
     average = TopicAverage()
@@ -199,7 +198,6 @@ class PassProgress:
         self.stream = sys.stderr if stream is None else stream
         self.every = 1 if every_batch or not n_batches else max(1, n_batches // 10)
         self.start = time.perf_counter()
-        self.batches_done = 0
         self.window_objective, self.window_docs = 0.0, 0
 
     def _time_left(self, pass_number, batch_number):
@@ -211,7 +209,6 @@ class PassProgress:
         return f"{elapsed * (total - done) / max(done, 1):.0f}s"
 
     def __call__(self, pass_number, batch_number, outcome):
-        self.batches_done += 1
         self.window_objective += outcome.objective
         self.window_docs += outcome.n_docs
         if batch_number % self.every:

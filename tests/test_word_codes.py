@@ -109,6 +109,21 @@ def test_coding_with_sparse_codes_gives_the_bits_of_dense_codes(loss, n_jobs):
     np.testing.assert_array_equal(codes_b.toarray(), codes_a)
 
 
+@pytest.mark.parametrize("n_topics", [1, 5, 64, 67, 130])
+def test_coded_documents_are_stored_sparse_exactly_for_any_number_of_topics(n_topics):
+    """The coding kernel's store marks non-zero codes 64 topics per mask, four topics a pass:
+    one group, a partial last pass and several groups all store the dense codes exactly."""
+    X, beta = small_corpus(2, n_docs=25, n_features=40, n_topics=n_topics)
+    problem = CodingProblem(PoissonLoss(), lambda_=0.1, gamma=0.05, rho=0.3, max_iter=2)
+    dense, theta_d = initial_codes(X, n_topics)
+    sparse, theta_s = initial_codes(X, n_topics, sparse=True)
+    code_documents(problem, X, beta, dense, theta_d, n_jobs=2)
+    code_documents(problem, X, beta, sparse, theta_s, n_jobs=2)
+    np.testing.assert_array_equal(sparse.toarray(), dense)
+    np.testing.assert_array_equal(sparse.counts, np.count_nonzero(dense, axis=1))
+    assert 0 < sparse.count_nonzero() < dense.size or n_topics == 1  # zeros were dropped
+
+
 def test_codes_of_another_corpus_are_refused():
     X, beta = small_corpus(2)
     problem = CodingProblem(PoissonLoss(), lambda_=0.1, gamma=0.05, rho=0.3)

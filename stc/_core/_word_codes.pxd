@@ -79,13 +79,9 @@ cdef inline EntryRow entry_row(const CodeRows* codes, Py_ssize_t j,
 cdef void release_free_memory() noexcept nogil
 cdef void load_rows(const CodeRows* codes, Py_ssize_t start, Py_ssize_t n_words,
                     Py_ssize_t n_topics, double* s) noexcept nogil
-cdef enum:
-    STORE_GROUP = 4      # words `store_rows` compacts together
-
-
 cdef inline Py_ssize_t STORE_SCRATCH(Py_ssize_t n_words, Py_ssize_t n_topics) noexcept nogil:
-    """Doubles of scratch `store_rows` needs: a counter per word, rows of values and topics."""
-    return n_words + 2 * STORE_GROUP * n_topics
+    """Doubles of scratch `store_rows` needs: a 64-bit mask per word and 64 topics."""
+    return n_words * ((n_topics + 63) // 64)
 
 
 cdef int store_rows(CodeRows* codes, Py_ssize_t d, Py_ssize_t start, Py_ssize_t n_words,

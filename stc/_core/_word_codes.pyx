@@ -13,6 +13,7 @@ exactly +0 in the dense sums: the same bits as summing the dense row in topic or
 """
 from cython.parallel cimport parallel, prange
 from libc.stdlib cimport calloc, free, malloc
+from libc.stdint cimport uint64_t
 from libc.string cimport memcpy, memset
 
 cdef extern from *:
@@ -28,6 +29,75 @@ cdef extern from *:
     """
     void __builtin_prefetch(const void* address) noexcept nogil
     void stc_release_free_memory() noexcept nogil
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    /* Mark the non-zero codes (NaN included) of topics k0 .. k0 + count - 1 (count <= 4, in
+       one group of 64 topics) in their words' masks: masks[i] gets bit k % 64 where
+       s[k * n + i] != 0. Each mask is read and written once for the four topics, two words
+       at a time where the compiler has vector types (every x86-64 and aarch64 CPU has
+       two-double vectors). */
+    static void stc_mark_nonzero(Py_ssize_t n, const double* s, Py_ssize_t k0, int count,
+                                 uint64_t* masks) {
+        const double* rows[4];
+        uint64_t bit[4];
+        Py_ssize_t i = 0;
+        int q;
+        for (q = 0; q < 4; q++) {  /* missing topics repeat the last one: same bits */
+            Py_ssize_t k = k0 + (q < count ? q : count - 1);
+            rows[q] = s + k * n;
+            bit[q] = (uint64_t) 1 << (k & 63);
+        }
+    #if defined(__GNUC__) && (defined(__x86_64__) || defined(__aarch64__))
+        {
+            typedef double v2d __attribute__((vector_size(16)));
+            typedef long long v2i __attribute__((vector_size(16)));
+            const v2d zero = {0.0, 0.0};
+            const v2i b0 = {(long long) bit[0], (long long) bit[0]};
+            const v2i b1 = {(long long) bit[1], (long long) bit[1]};
+            const v2i b2 = {(long long) bit[2], (long long) bit[2]};
+            const v2i b3 = {(long long) bit[3], (long long) bit[3]};
+            for (; i + 2 <= n; i += 2) {
+                v2d x0, x1, x2, x3;
+                v2i m;
+                memcpy(&x0, rows[0] + i, sizeof x0);
+                memcpy(&x1, rows[1] + i, sizeof x1);
+                memcpy(&x2, rows[2] + i, sizeof x2);
+                memcpy(&x3, rows[3] + i, sizeof x3);
+                memcpy(&m, masks + i, sizeof m);
+                m |= ((x0 != zero) & b0) | ((x1 != zero) & b1) | ((x2 != zero) & b2)
+                     | ((x3 != zero) & b3);
+                memcpy(masks + i, &m, sizeof m);
+            }
+        }
+    #endif
+        for (; i < n; i++)
+            for (q = 0; q < 4; q++)
+                if (rows[q][i] != 0.0)
+                    masks[i] |= bit[q];
+    }
+    /* Bits set, and the index of the lowest set bit (of a non-zero mask). */
+    #if defined(__GNUC__)
+    static inline int stc_popcount64(uint64_t x) { return __builtin_popcountll(x); }
+    static inline int stc_lowest_bit(uint64_t x) { return __builtin_ctzll(x); }
+    #elif defined(_MSC_VER) && defined(_M_X64)
+    #include <intrin.h>
+    static inline int stc_popcount64(uint64_t x) { return (int) __popcnt64(x); }
+    static inline int stc_lowest_bit(uint64_t x) {
+        unsigned long i; _BitScanForward64(&i, x); return (int) i; }
+    #else
+    static inline int stc_popcount64(uint64_t x) {
+        int c = 0; while (x) { x &= x - 1; c++; } return c; }
+    static inline int stc_lowest_bit(uint64_t x) {
+        int i = 0; while (!(x & 1)) { x >>= 1; i++; } return i; }
+    #endif
+    """
+    void mark_nonzero "stc_mark_nonzero"(Py_ssize_t n, const double* s, Py_ssize_t k0,
+                                         int count, uint64_t* masks) noexcept nogil
+    int popcount64 "stc_popcount64"(uint64_t x) noexcept nogil
+    int lowest_bit "stc_lowest_bit"(uint64_t x) noexcept nogil
 
 
 cdef void release_free_memory() noexcept nogil:
@@ -131,98 +201,55 @@ cdef int store_strided(CodeRows* codes, Py_ssize_t d, Py_ssize_t start, Py_ssize
     return 0
 
 
-cdef inline Py_ssize_t compact_word(const double* s, Py_ssize_t n_words,
-                                    Py_ssize_t n_topics, double* values,
-                                    int* topics) noexcept nogil:
-    """Write the non-zero codes s[k * n_words] (k = 0 .. K - 1) of one word; return how many."""
-    cdef Py_ssize_t k, c = 0
-    cdef double x
-    for k in range(n_topics):
-        # without a branch: write every code, advance past the non-zero ones
-        x = s[k * n_words]
-        values[c] = x
-        topics[c] = <int> k
-        c += x != 0.0  # NaN is kept too
-    return c
-
-
-cdef inline void compact_four_words(const double* s, Py_ssize_t n_words, Py_ssize_t n_topics,
-                                    double* values, int* topics,
-                                    Py_ssize_t* found) noexcept nogil:
-    """`compact_word` of the words s, s + 1, s + 2, s + 3 in one loop: four independent chains
-    (their codes share cache lines too). Row q goes to values + q K and topics + q K."""
-    cdef Py_ssize_t k, c0 = 0, c1 = 0, c2 = 0, c3 = 0
-    cdef double x0, x1, x2, x3
-    cdef double* v1 = values + n_topics
-    cdef double* v2 = values + 2 * n_topics
-    cdef double* v3 = values + 3 * n_topics
-    cdef int* t1 = topics + n_topics
-    cdef int* t2 = topics + 2 * n_topics
-    cdef int* t3 = topics + 3 * n_topics
-    for k in range(n_topics):
-        x0 = s[k * n_words]
-        x1 = s[k * n_words + 1]
-        x2 = s[k * n_words + 2]
-        x3 = s[k * n_words + 3]
-        values[c0] = x0
-        v1[c1] = x1
-        v2[c2] = x2
-        v3[c3] = x3
-        topics[c0] = <int> k
-        t1[c1] = <int> k
-        t2[c2] = <int> k
-        t3[c3] = <int> k
-        c0 += x0 != 0.0
-        c1 += x1 != 0.0
-        c2 += x2 != 0.0
-        c3 += x3 != 0.0
-    found[0], found[1], found[2], found[3] = c0, c1, c2, c3
-
-
 cdef int store_rows(CodeRows* codes, Py_ssize_t d, Py_ssize_t start, Py_ssize_t n_words,
                     Py_ssize_t n_topics, const double* s, double* scratch) noexcept nogil:
     """Replace document d's block by the codes s[k * n_words + i] (topic by topic).
 
     ``scratch`` holds `STORE_SCRATCH` (n_words, n_topics) doubles. Returns 0,
     or -1 (and leaves the old codes in place) if memory ran out.
+
+    One pass over s marks each word's non-zero codes in bit masks (64 topics a
+    mask, the masks of one group of 64 topics contiguous over the words: the
+    pass is a vector loop); then each row is written from its mask, so the
+    copying costs one step per non-zero code instead of one per code.
     """
-    cdef Py_ssize_t i, k, q, total = 0, group
-    cdef double* counts = scratch  # as doubles: the counting loop is then vectorised
-    cdef double* row_values = scratch + n_words  # STORE_GROUP rows of K values and K topics
-    cdef int* row_topics_ = <int*> (row_values + STORE_GROUP * n_topics)
-    cdef Py_ssize_t found[STORE_GROUP]
-    cdef const double* s_k
+    cdef Py_ssize_t n_masks = (n_topics + 63) // 64, i, k, g, c, total = 0
+    cdef uint64_t* masks = <uint64_t*> scratch  # masks[g * n_words + i]: topics 64 g .. 64 g + 63
+    cdef uint64_t bits
     cdef double* values
-    # count topic by topic: s is read in sequence
+    cdef int* topics
+    memset(masks, 0, n_masks * n_words * sizeof(uint64_t))
+    k = 0
+    while k < n_topics:
+        # four topics of one group of 64 at a time
+        c = min(4, n_topics - k, 64 - (k & 63))
+        mark_nonzero(n_words, s, k, <int> c, masks + (k >> 6) * n_words)
+        k += c
     for i in range(n_words):
-        counts[i] = 0.0
-    for k in range(n_topics):
-        s_k = s + k * n_words
-        for i in range(n_words):
-            counts[i] += 1.0 if s_k[i] != 0.0 else 0.0
-    for i in range(n_words):
-        total += row_doubles(<Py_ssize_t> counts[i])
+        c = 0
+        for g in range(n_masks):
+            c += popcount64(masks[g * n_words + i])
+        total += row_doubles(c)
     values = reserve_rows(codes, d, total)
     if values == NULL:
         return -1
-    i = 0
-    while i < n_words:
-        # STORE_GROUP words at a time: their compactions are independent chains, and
-        # they read the same cache lines of s
-        group = n_words - i if n_words - i < STORE_GROUP else STORE_GROUP
-        if group == STORE_GROUP:
-            compact_four_words(s + i, n_words, n_topics, row_values, row_topics_, found)
-        else:
-            for q in range(group):
-                found[q] = compact_word(s + i + q, n_words, n_topics, row_values + q * n_topics,
-                                        row_topics_ + q * n_topics)
-        for q in range(group):
-            memcpy(values, row_values + q * n_topics, found[q] * sizeof(double))
-            memcpy(<int*> (values + found[q]), row_topics_ + q * n_topics, found[q] * sizeof(int))
-            codes.rows[start + i + q].values = values
-            codes.rows[start + i + q].count = <int> found[q]
-            values += row_doubles(found[q])
-        i += group
+    for i in range(n_words):
+        c = 0
+        for g in range(n_masks):
+            c += popcount64(masks[g * n_words + i])
+        topics = <int*> (values + c)
+        codes.rows[start + i].values = values
+        codes.rows[start + i].count = <int> c
+        c = 0
+        for g in range(n_masks):
+            bits = masks[g * n_words + i]
+            while bits != 0:
+                k = 64 * g + lowest_bit(bits)
+                values[c] = s[k * n_words + i]
+                topics[c] = <int> k
+                c += 1
+                bits &= bits - 1  # the next non-zero code, in topic order
+        values += row_doubles(c)
     return 0
 
 

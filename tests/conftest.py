@@ -5,10 +5,20 @@ import os
 
 import numpy as np
 import pytest
+from hypothesis import settings
 
 from stc._core import _simd as simd
 from stc.datasets import load_newsgroups_split
 from stc.losses import PythonLoss
+
+# Property tests draw the same examples on every run (seeded by the test's name), so that
+# a run of the suite can only fail for a change of the code, and they keep no example
+# database in the working directory. STC_HYPOTHESIS=random draws new examples each run
+# (and keeps the database), to explore; the long fuzz profile (tests/fuzz_profile.py)
+# sets its own.
+settings.register_profile("repeatable", derandomize=True, database=None)
+settings.register_profile("random", derandomize=False)
+settings.load_profile(os.environ.get("STC_HYPOTHESIS", "repeatable"))
 
 # The ConvergenceWarning of a fit stopped at max_iter on purpose: a few outer
 # iterations are all such a test needs. pyproject.toml turns warnings into

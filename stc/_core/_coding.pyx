@@ -269,6 +269,31 @@ cdef void find_nan_code(CompiledLoss loss, Py_ssize_t n_words, const double* y,
                     note_failure(failure, FAILURE_HESSIAN, i, y[i], at, b[i], rests[i], lin)
 
 
+cdef inline double theta_newton_step(double t, double slope, double curvature, bint overshot,
+                                     double* low, double* high) noexcept nogil:
+    """`update_topic_block`'s next theta_k: a Newton step from t, kept inside [low, high].
+
+    The slope's sign at t moves one end of the bracket [low, high] of the
+    minimiser to t. ``overshot``: t is past the minimiser (the slope changed
+    sign since the start).
+    """
+    cdef double t_new
+    if slope > 0.0:
+        high[0] = t
+    else:
+        low[0] = t
+    t_new = t - slope / curvature
+    if overshot:
+        # Aim a little short of the minimiser, back on the start's side, where
+        # a close point is accepted (see BLOCK_NEWTON_RTOL).
+        t_new = t - (1.0 + OVERSHOOT_NUDGE) * slope / curvature
+    if t_new <= 0.0 and low[0] == 0.0 and t > 0.0:
+        t_new = 0.0  # try the boundary itself: theta_k = 0 is often optimal
+    elif t_new < low[0] or t_new > high[0]:
+        t_new = 0.5 * (low[0] + high[0]) if high[0] < INFINITY else 2.0 * low[0] + 1.0
+    return t_new
+
+
 cdef int update_topic_block(CompiledLoss loss, Document* doc, Py_ssize_t k, double quad,
                             double rho_lin, const CodingParams* p,
                             LossFailure* failure) noexcept nogil:
@@ -330,19 +355,8 @@ cdef int update_topic_block(CompiledLoss loss, Document* doc, Py_ssize_t k, doub
             break
         if (slope > 0.0) == (start_slope > 0.0):
             safe_t = t  # still on the start's side of the minimiser
-        if slope > 0.0:
-            high = t
-        else:
-            low = t
-        t_new = t - slope / curvature
-        if step > 0 and (slope > 0.0) != (start_slope > 0.0):
-            # Past the minimiser: aim a little short of it, back on the start's
-            # side, where a close point is accepted (see BLOCK_NEWTON_RTOL).
-            t_new = t - (1.0 + OVERSHOOT_NUDGE) * slope / curvature
-        if t_new <= 0.0 and low == 0.0 and t > 0.0:
-            t_new = 0.0  # try the boundary itself: theta_k = 0 is often optimal
-        elif t_new < low or t_new > high:
-            t_new = 0.5 * (low + high) if high < INFINITY else 2.0 * low + 1.0
+        t_new = theta_newton_step(t, slope, curvature,
+                                  step > 0 and (slope > 0.0) != (start_slope > 0.0), &low, &high)
         if fabs(t_new - t) <= 1e-10 * t:
             converged = True
             break
@@ -805,18 +819,22 @@ cdef tuple code_corpus(CompiledLoss loss, CodingParams params, X, const double[:
     if failed[1]:
         raise MemoryError("could not store the sparse word codes (some documents keep their "
                           "old codes)")
-    failure = None
+    return (objective, loss_part, n_iter, passes, start,
+            first_failure(failure_kind, failure_word, failure_values, X, params))
+
+
+cdef dict first_failure(failure_kind, failure_word, failure_values, X, CodingParams params):
+    """The first document where the loss plugin failed, as `code_corpus` reports it (or None)."""
     broken = np.flatnonzero(failure_kind)
-    if broken.size:
-        d = int(broken[0])
-        y_, mean_, b_, rest_, lin_ = (float(v) for v in failure_values[d])
-        failure = dict(kind=int(failure_kind[d]), document=d,
-                       entry=int(X.indptr[d]) + int(failure_word[d]), y=y_, mean=mean_, b=b_,
-                       mean_rest=rest_, lin=lin_,
-                       quad=params.gamma + (params.rho if params.code_penalty == PENALTY_L2
-                                            else 0.0),
-                       n_documents=int(broken.size))
-    return objective, loss_part, n_iter, passes, start, failure
+    if not broken.size:
+        return None
+    d = int(broken[0])
+    y_, mean_, b_, rest_, lin_ = (float(v) for v in failure_values[d])
+    return dict(kind=int(failure_kind[d]), document=d,
+                entry=int(X.indptr[d]) + int(failure_word[d]), y=y_, mean=mean_, b=b_,
+                mean_rest=rest_, lin=lin_,
+                quad=params.gamma + (params.rho if params.code_penalty == PENALTY_L2 else 0.0),
+                n_documents=int(broken.size))
 
 
 def code_documents(CompiledLoss loss, CodingParams params, X, const double[:, ::1] beta_t,

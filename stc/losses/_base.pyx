@@ -55,6 +55,140 @@ cdef inline double newton_target(double b, double curv, double grad, double x, d
     return (b * (b * curv * x - grad) - lin) / (b * b * curv + 2.0 * quad)
 
 
+cdef bint bracket_minimiser(CompiledLoss loss, double y, double b, double mean_rest,
+                            double quad, double lin, double x_start, double* bracket,
+                            double* answer) noexcept nogil:
+    """The start of `CompiledLoss._newton_coordinate`: the answer, or a bracket for it.
+
+    Returns True with the answer in ``answer`` when no Newton step is needed
+    (a zero weight, the exact zero of Proposition 1, no feasible x, an
+    infimum at +inf) or possible (NaN); otherwise False with [left, right] in
+    ``bracket``: h' < 0 at left (or left = 0) and h' > 0 at right.
+    """
+    cdef double lower = loss.mean_lower, upper = loss.mean_upper
+    cdef double left, right, g, step
+    cdef int i
+    if b <= 0.0:
+        answer[0] = -lin / (2.0 * quad)
+        if not answer[0] > 0.0:
+            answer[0] = 0.0
+        return True
+    # x must keep the mean inside its open domain.
+    left = (lower - mean_rest) / b
+    right = (upper - mean_rest) / b
+    if left <= 0.0:
+        # x = 0 is feasible, or puts the mean on the lower end where the
+        # loss may extend (y = 0 for Poisson and Bernoulli: its gradient
+        # there is finite). By convexity x = 0 is optimal when h'(0) >= 0
+        # (Proposition 1): an exact zero, not the end of a bracket.
+        g = b * loss._gradient(y, mean_rest) + lin
+        if g >= 0.0:
+            answer[0] = 0.0
+            return True
+        if g != g and left < 0.0:
+            answer[0] = NAN  # (at the end a NaN gradient only means the loss stops there)
+            return True
+        left = 0.0
+    if right <= left:
+        # No feasible x keeps the mean in its domain (mean_rest is already
+        # past the upper end): stay as close to the domain as allowed.
+        answer[0] = left if left > 0.0 else 0.0
+        return True
+    if not isfinite(right):
+        # Walk right until h' > 0 (quad > 0 makes h' grow without bound),
+        # from a step at the scale of the answer: |x_start|, or twice the
+        # minimiser -lin / (2 quad) of the quadratic part.
+        step = fmax(1.0, -lin / quad)
+        if isfinite(x_start) and fabs(x_start) > step:
+            step = fabs(x_start)
+        right = fmin(left + step, DBL_MAX)
+        for i in range(BRACKET_MAX_DOUBLINGS):
+            g = b * loss._gradient(y, mean_rest + b * right) + 2.0 * quad * right + lin
+            if g > 0.0:
+                break
+            if g != g:
+                answer[0] = NAN
+                return True
+            if right == DBL_MAX:
+                # h' <= 0 up to the largest double (lin = -inf, say): the
+                # infimum is at +inf, which is what the closed forms return.
+                answer[0] = INFINITY
+                return True
+            left = right
+            step = 2.0 * step
+            right = fmin(left + step, DBL_MAX)
+        if not g > 0.0:
+            answer[0] = NAN
+            return True
+    bracket[0], bracket[1] = left, right
+    return False
+
+
+cdef double newton_in_bracket(CompiledLoss loss, double y, double b, double mean_rest,
+                              double quad, double lin, double x_start, double left,
+                              double right) noexcept nogil:
+    """The Newton steps of `CompiledLoss._newton_coordinate` in [left, right] (`bracket_minimiser`).
+
+    Returns the minimiser, or NaN (a NaN gradient inside the domain, or no
+    convergence in NEWTON_MAX_ITER steps).
+    """
+    cdef double lower = loss.mean_lower, upper = loss.mean_upper
+    cdef double x, x_new, mean, grad, curv, g, step, previous_step
+    cdef bint newton_ok
+    cdef int i
+    x = x_start
+    if not (x > left and x < right) or x < 1e-3 * (right - left):
+        # A start far below the bracket scale would make Newton creep
+        # (for h' ~ -1/x each step only doubles x): start in the middle.
+        x = left + 0.5 * (right - left)
+    previous_step = 2.0 * (right - left)  # any first Newton step in the bracket is taken
+    for i in range(NEWTON_MAX_ITER):
+        mean = mean_rest + b * x
+        newton_ok = False
+        if not (mean > lower):
+            left = x  # rounded onto the open lower end: the minimiser is to the right
+        elif not (mean < upper):
+            right = x
+        else:
+            grad = loss._gradient(y, mean)
+            g = b * grad + 2.0 * quad * x + lin
+            if g > 0.0:
+                right = x
+            elif g < 0.0:
+                left = x
+            elif g == 0.0:
+                return x
+            else:
+                return NAN  # the loss's gradient is NaN inside its domain
+            curv = loss._hessian(y, mean)
+            if mean == mean_rest:
+                # b x is below the rounding of mean_rest: the loss cannot
+                # see x, and its first-order model about mean_rest is all
+                # there is. Its minimiser is the answer if the loss cannot
+                # see it either (Newton would crawl towards a point that
+                # the rounded gradient puts elsewhere).
+                x_new = newton_target(b, curv, grad, 0.0, quad, lin)
+                if mean_rest + b * x_new == mean_rest:
+                    return fmax(left, x_new if x_new < right else right)
+            else:
+                x_new = newton_target(b, curv, grad, x, quad, lin)
+            if fabs(x_new - x) <= NEWTON_RTOL * x:
+                # (x_new may sit on the bracket's end x)
+                return fmax(left, x_new if x_new < right else right)
+            newton_ok = (x_new > left and x_new < right
+                         and fabs(x_new - x) <= 0.5 * previous_step)
+        if not newton_ok:
+            x_new = split_bracket(left, right)
+            if not (x_new > left and x_new < right):
+                return x  # the bracket holds no other double
+        step = fabs(x_new - x)
+        x = x_new
+        if step <= NEWTON_RTOL * x or right - left <= NEWTON_RTOL * x:
+            return x
+        previous_step = step
+    return NAN
+
+
 cdef class CompiledLoss:
     """A convex loss l(y, mean) with nogil value and derivatives in the mean.
 
@@ -126,111 +260,12 @@ cdef class CompiledLoss:
         converge in NEWTON_MAX_ITER steps (inconsistent derivatives). Callers
         report NaN as an error.
         """
-        cdef double lower = self.mean_lower, upper = self.mean_upper
-        cdef double left, right, x, x_new, mean, grad, curv, g, step, previous_step, cap
-        cdef bint converged = False, newton_ok
-        cdef int i
-        if b <= 0.0:
-            x = -lin / (2.0 * quad)
-            return x if x > 0.0 else 0.0
-        # x must keep the mean inside its open domain.
-        left = (lower - mean_rest) / b
-        right = (upper - mean_rest) / b
-        if left <= 0.0:
-            # x = 0 is feasible, or puts the mean on the lower end where the
-            # loss may extend (y = 0 for Poisson and Bernoulli: its gradient
-            # there is finite). By convexity x = 0 is optimal when h'(0) >= 0
-            # (Proposition 1): an exact zero, not the end of a bracket.
-            g = b * self._gradient(y, mean_rest) + lin
-            if g >= 0.0:
-                return 0.0
-            if g != g and left < 0.0:
-                return NAN  # (at the end a NaN gradient only means the loss stops there)
-            left = 0.0
-        if right <= left:
-            # No feasible x keeps the mean in its domain (mean_rest is already
-            # past the upper end): stay as close to the domain as allowed.
-            return left if left > 0.0 else 0.0
-        if not isfinite(right):
-            # Walk right until h' > 0 (quad > 0 makes h' grow without bound),
-            # from a step at the scale of the answer: |x_start|, or twice the
-            # minimiser -lin / (2 quad) of the quadratic part.
-            step = fmax(1.0, -lin / quad)
-            if isfinite(x_start) and fabs(x_start) > step:
-                step = fabs(x_start)
-            right = fmin(left + step, DBL_MAX)
-            for i in range(BRACKET_MAX_DOUBLINGS):
-                g = b * self._gradient(y, mean_rest + b * right) + 2.0 * quad * right + lin
-                if g > 0.0:
-                    break
-                if g != g:
-                    return NAN
-                if right == DBL_MAX:
-                    # h' <= 0 up to the largest double (lin = -inf, say): the
-                    # infimum is at +inf, which is what the closed forms return.
-                    return INFINITY
-                left = right
-                step = 2.0 * step
-                right = fmin(left + step, DBL_MAX)
-            if not g > 0.0:
-                return NAN
-        x = x_start
-        if not (x > left and x < right) or x < 1e-3 * (right - left):
-            # A start far below the bracket scale would make Newton creep
-            # (for h' ~ -1/x each step only doubles x): start in the middle.
-            x = left + 0.5 * (right - left)
-        previous_step = 2.0 * (right - left)  # any first Newton step in the bracket is taken
-        for i in range(NEWTON_MAX_ITER):
-            mean = mean_rest + b * x
-            newton_ok = False
-            if not (mean > lower):
-                left = x  # rounded onto the open lower end: the minimiser is to the right
-            elif not (mean < upper):
-                right = x
-            else:
-                grad = self._gradient(y, mean)
-                g = b * grad + 2.0 * quad * x + lin
-                if g > 0.0:
-                    right = x
-                elif g < 0.0:
-                    left = x
-                elif g == 0.0:
-                    converged = True
-                    break
-                else:
-                    return NAN  # the loss's gradient is NaN inside its domain
-                curv = self._hessian(y, mean)
-                if mean == mean_rest:
-                    # b x is below the rounding of mean_rest: the loss cannot
-                    # see x, and its first-order model about mean_rest is all
-                    # there is. Its minimiser is the answer if the loss cannot
-                    # see it either (Newton would crawl towards a point that
-                    # the rounded gradient puts elsewhere).
-                    x_new = newton_target(b, curv, grad, 0.0, quad, lin)
-                    if mean_rest + b * x_new == mean_rest:
-                        x = fmax(left, x_new if x_new < right else right)
-                        converged = True
-                        break
-                else:
-                    x_new = newton_target(b, curv, grad, x, quad, lin)
-                if fabs(x_new - x) <= NEWTON_RTOL * x:
-                    converged = True  # (x_new may sit on the bracket's end x)
-                    x = fmax(left, x_new if x_new < right else right)
-                    break
-                newton_ok = (x_new > left and x_new < right
-                             and fabs(x_new - x) <= 0.5 * previous_step)
-            if not newton_ok:
-                x_new = split_bracket(left, right)
-                if not (x_new > left and x_new < right):
-                    converged = True  # the bracket holds no other double
-                    break
-            step = fabs(x_new - x)
-            x = x_new
-            if step <= NEWTON_RTOL * x or right - left <= NEWTON_RTOL * x:
-                converged = True
-                break
-            previous_step = step
-        if not converged:
+        cdef double bracket[2]
+        cdef double x, cap, upper = self.mean_upper
+        if bracket_minimiser(self, y, b, mean_rest, quad, lin, x_start, bracket, &x):
+            return x  # answered without Newton steps (or NaN)
+        x = newton_in_bracket(self, y, b, mean_rest, quad, lin, x_start, bracket[0], bracket[1])
+        if x != x:
             return NAN
         if isfinite(upper):
             # Keep the mean a margin inside its domain, so that sums of the

@@ -45,7 +45,7 @@ cdef extern from *:
         uint64_t bit[4];
         Py_ssize_t i = 0;
         int q;
-        for (q = 0; q < 4; q++) {  /* missing topics repeat the last one: same bits */
+        for (q = 0; q < 4; q++) {  /* missing topics repeat the last one (its bit set twice) */
             Py_ssize_t k = k0 + (q < count ? q : count - 1);
             rows[q] = s + k * n;
             bit[q] = (uint64_t) 1 << (k & 63);
@@ -78,20 +78,28 @@ cdef extern from *:
                 if (rows[q][i] != 0.0)
                     masks[i] |= bit[q];
     }
-    /* Bits set, and the index of the lowest set bit (of a non-zero mask). */
+    /* Bits set, and the index of the lowest set bit (of a non-zero mask). Neither may
+       need an instruction that the platform's baseline lacks (x86-64 has no POPCNT):
+       GCC and clang pick their own code for the baseline; elsewhere the bits are
+       counted by halves, quarters and bytes. */
     #if defined(__GNUC__)
     static inline int stc_popcount64(uint64_t x) { return __builtin_popcountll(x); }
     static inline int stc_lowest_bit(uint64_t x) { return __builtin_ctzll(x); }
-    #elif defined(_MSC_VER) && defined(_M_X64)
-    #include <intrin.h>
-    static inline int stc_popcount64(uint64_t x) { return (int) __popcnt64(x); }
-    static inline int stc_lowest_bit(uint64_t x) {
-        unsigned long i; _BitScanForward64(&i, x); return (int) i; }
     #else
     static inline int stc_popcount64(uint64_t x) {
-        int c = 0; while (x) { x &= x - 1; c++; } return c; }
+        x = x - ((x >> 1) & 0x5555555555555555ULL);
+        x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+        x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+        return (int) ((x * 0x0101010101010101ULL) >> 56);
+    }
+    #if defined(_MSC_VER) && defined(_M_X64)
+    #include <intrin.h>
+    static inline int stc_lowest_bit(uint64_t x) {  /* BSF: baseline x86-64 */
+        unsigned long i; _BitScanForward64(&i, x); return (int) i; }
+    #else
     static inline int stc_lowest_bit(uint64_t x) {
         int i = 0; while (!(x & 1)) { x >>= 1; i++; } return i; }
+    #endif
     #endif
     """
     void mark_nonzero "stc_mark_nonzero"(Py_ssize_t n, const double* s, Py_ssize_t k0,

@@ -82,3 +82,4 @@ def test_sdist_metadata_has_the_distribution_name_and_stc_version(sdist):
     assert "\nLicense-Expression: BSD-3-Clause\n" in info
     assert "\nLicense-File: LICENSE\n" in info
     assert "\nAuthor: the stc developers\n" in info
+    assert "\nProject-URL: Paper, https://arxiv.org/abs/1202.3778\n" in info

@@ -47,7 +47,7 @@ client. Per round:
 After the passes, the refit (``refit_C``) is one more pass of rounds: the
 workers code their slices without labels with the final topics, as
 `transform` codes documents, and the client takes `refit_step` on them in
-order. So the fit is ``fit_stream`` over the rounds' mini-batches (then
+order (`refit_pass`, the refit of online learning in memory too). So the fit is ``fit_stream`` over the rounds' mini-batches (then
 those of the refit pass), up to the order of floating-point sums (a test
 checks it to 1e-9).
 """
@@ -61,7 +61,7 @@ from stc.learners.dask_online import slice_rows
 from stc.learners.online import rows_of
 from stc.progress import count_capped, warn_if_unfinished
 from stc.supervised.online_steps import (code_labelled_batch, joint_step, new_supervision,
-                                         refit_step, store_online_classifier)
+                                         refit_pass, store_online_classifier)
 from stc.supervised.steps import (HingeTerm, ShiftedMeanCodingStep, refit_classifier,
                                   store_classifier)
 from stc.supervised.svm import CuttingPlaneSVM, _build_cuts
@@ -446,9 +446,8 @@ class DaskOnlineLabels:
     def finish(self, model, fitted, X, problem):
         """The refit's pass (one more, in a new order of each partition's rows); the records."""
         if model.refit_C is not None and not fitted.interrupted:
-            capped = self.refit_pass(problem, model.components_, model.n_passes + 1)
-            if capped:  # as transform warns
-                warn_if_unfinished(model, True, False, capped)
+            refit_pass(model, self.coded_refit_rounds(problem, model.components_,
+                                                      model.n_passes + 1), self.supervision)
         store_online_classifier(model, self.classes, self.supervision)
 
     def attach(self, training):
@@ -485,23 +484,19 @@ class DaskOnlineLabels:
         supervision.rejected += sum(report.rejected for report in reports)
         joint_step(theta, np.concatenate([report.y_index for report in reports]), supervision)
 
-    def refit_pass(self, problem, beta, pass_number):
-        """The refit after the passes (`refit_pass` on the rounds of pass ``pass_number``).
+    def coded_refit_rounds(self, problem, beta, pass_number):
+        """The rounds of pass ``pass_number`` coded without labels, for `refit_pass`.
 
-        Each round, every worker codes its slice without labels with the
-        final topics ``beta`` and returns the codes; the client takes
-        `refit_step` on them in partition order. Returns the number of
-        documents whose coding stopped at the sweep cap.
+        Each round, every worker codes its slice with the final topics
+        ``beta`` as `transform` does and returns the codes; yields the
+        round's (theta, class indices, capped documents) in partition order.
         """
         training = self.training
         beta = training.client.scatter(beta, broadcast=True)
-        capped = 0
         for round_index in range(training.n_rounds):
             answers = training.parts.run_each(_refit_slice, [
                 (problem, beta, self.n_jobs, selection)
                 for selection in training.selection(pass_number, round_index)])
-            theta = np.concatenate([theta for theta, _, _ in answers])
-            if theta.shape[0]:
-                refit_step(theta, np.concatenate([y for _, y, _ in answers]), self.supervision)
-            capped += sum(part_capped for _, _, part_capped in answers)
-        return capped
+            yield (np.concatenate([theta for theta, _, _ in answers]),
+                   np.concatenate([y for _, y, _ in answers]),
+                   sum(part_capped for _, _, part_capped in answers))

@@ -317,24 +317,38 @@ def refit_step(theta, y_index, supervision):
         supervision.refit_average)
 
 
-def refit_pass(problem, batches, beta, supervision, n_jobs=None):
-    """The refit after the passes: every batch coded without labels with the final topics.
+def refit_pass(model, coded_batches, supervision):
+    """The refit after the passes: `refit_step` on every batch's label-free codes, in order.
 
-    ``batches`` yields (X, class indices) pairs; each batch is coded as
-    `MedSTC.transform` codes documents (`stc.coding.code_known_terms`), then
-    takes `refit_step`: batch MedSTC's refit on the training documents coded
-    after its loop, with the stochastic step and one batch in memory.
-    Returns the number of documents whose coding stopped at the sweep cap.
+    ``coded_batches`` yields (theta, class indices, documents whose coding
+    stopped at the sweep cap) per batch, coded as `MedSTC.transform` codes
+    documents with the final topics: in this process (`coded_without_labels`)
+    or on Dask workers (`stc.supervised.dask_steps.DaskOnlineLabels`). This
+    is batch MedSTC's refit on the training documents coded after its loop,
+    with the stochastic step and one batch in memory. Warns, as `transform`
+    does, when some coding stopped at the cap.
     """
     capped = 0
+    for theta, y_index, batch_capped in coded_batches:
+        if theta.shape[0]:
+            refit_step(theta, y_index, supervision)
+        capped += batch_capped
+    if capped:
+        warn_if_unfinished(model, True, False, capped)
+
+
+def coded_without_labels(problem, batches, beta, n_jobs):
+    """(theta, class indices, capped documents) of each (X, class indices) batch, for `refit_pass`.
+
+    Each non-empty batch is coded with topics ``beta`` as
+    `stc.coding.code_known_terms` codes documents.
+    """
     beta_t = transposed(beta)  # the final topics, for every batch
     for X, y_index in batches:
         if X.shape[0] == 0:
             continue
         theta, _, result = code_known_terms(problem, X, beta, n_jobs=n_jobs, beta_t=beta_t)
-        capped += count_capped(result, problem)
-        refit_step(theta, y_index, supervision)
-    return capped
+        yield theta, y_index, count_capped(result, problem)
 
 
 def _or_zeros(W, supervision, theta):
@@ -402,10 +416,9 @@ def labelled_step(supervision, refit):
 
 
 def refit_online(model, problem, batches, supervision):
-    """The refit's pass after online learning (`refit_pass` with ``model``'s topics)."""
-    capped = refit_pass(problem, batches, model.components_, supervision, model.n_jobs)
-    if capped:  # as transform warns
-        warn_if_unfinished(model, True, False, capped)
+    """The refit's pass after online learning in this process (``model``'s topics)."""
+    refit_pass(model, coded_without_labels(problem, batches, model.components_, model.n_jobs),
+               supervision)
 
 
 def store_online_classifier(model, classes, supervision):

@@ -13,10 +13,13 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
+import sklearn
 from sklearn.utils.validation import validate_data
 
-# The package's folder: a warning of a fit points at the first caller outside it.
+# A warning of a fit points at the first caller outside these folders: the package's, and
+# scikit-learn's, whose wrappers (``fit_transform``'s output container, pipelines) call it.
 PACKAGE_FOLDER = os.path.dirname(os.path.abspath(__file__)) + os.sep
+SKLEARN_FOLDER = os.path.dirname(os.path.abspath(sklearn.__file__)) + os.sep
 
 
 class DataWarning(UserWarning):
@@ -267,13 +270,16 @@ def warn_dominant_count(values, name="X"):
 
 
 def user_stacklevel():
-    """The ``stacklevel`` that points the caller's warning at the first frame outside stc.
+    """The ``stacklevel`` that points the caller's warning at the user's line.
 
-    A fit goes through several of the package's functions (MedSTC's through
-    STC's), so a fixed stacklevel would point inside the package.
+    That is the first frame outside stc and scikit-learn: a fit goes through
+    several of the package's functions (MedSTC's through STC's), and
+    ``fit_transform`` through scikit-learn's output wrapper, so a fixed
+    stacklevel would point inside one of them.
     """
     level, frame = 1, sys._getframe(1)  # 1: the caller, which calls warnings.warn
-    while frame is not None and frame.f_code.co_filename.startswith(PACKAGE_FOLDER):
+    while frame is not None and frame.f_code.co_filename.startswith((PACKAGE_FOLDER,
+                                                                     SKLEARN_FOLDER)):
         frame, level = frame.f_back, level + 1
     return level
 

@@ -12,7 +12,9 @@ The pages are Markdown (MyST). In each page of docs/*.md:
   (relative to the repository root) and must equal it; it is not run itself
   (the file runs through an ``output of`` command);
 * no ``>>>`` example hides outside a ``python`` block, and code blocks use
-  only the languages listed in LANGUAGES, so none escapes these checks.
+  only the languages listed in LANGUAGES, so none escapes these checks;
+* every warning an example or command gives is shown on its page (its
+  message, numbers aside), so a reader sees what a run prints.
 """
 import doctest
 import importlib
@@ -21,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -111,12 +114,27 @@ def run_python_blocks(page, tmp_path, monkeypatch):
     return ran
 
 
+def without_numbers(text):
+    """``text`` with its whitespace normalised and each number replaced by #."""
+    return re.sub(r"\d+(\.\d+)?(e-?\d+)?", "#", " ".join(text.split()))
+
+
+def assert_shown(page, messages):
+    """Each warning message is on ``page`` (the numbers may differ: one note covers a loop)."""
+    text = without_numbers(page.read_text(encoding="utf-8"))
+    for message in messages:
+        assert without_numbers(message) in text, \
+            f"{page.name}: an example warns, and the page does not show it: {message}"
+
+
 @pytest.mark.parametrize("page", [p for p in PAGES if any(
     language == "python" and not marker for language, _, _, marker in code_blocks(p))],
     ids=lambda page: page.name)
-@brief_fit
 def test_python_examples_run(page, tmp_path, monkeypatch):
-    assert run_python_blocks(page, tmp_path, monkeypatch) > 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert run_python_blocks(page, tmp_path, monkeypatch) > 0
+    assert_shown(page, {str(warning.message) for warning in caught})
 
 
 OUTPUTS = [(page, line, marker[1], expected) for page in PAGES
@@ -140,6 +158,7 @@ def test_printed_output_is_what_the_command_prints(page, line, command, expected
     assert checker.check_output(expected, result.stdout, FLAGS), (
         f"{page.name}:{line}: the page shows\n{expected}\nbut `{command}` prints\n"
         f"{result.stdout}")
+    assert_shown(page, re.findall(r"\w+Warning: (.*)", result.stderr))
 
 
 # The README is the front page: short, its two commands verbatim (.ci/run runs them), its

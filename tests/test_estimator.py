@@ -290,6 +290,17 @@ def test_stopping_at_max_iter_warns_and_converging_does_not():
     assert model.n_iter_ < 500
 
 
+@pytest.mark.parametrize("method", ["fit", "fit_transform"])
+def test_a_fits_warning_points_at_the_users_line(method):
+    # fit_transform runs through scikit-learn's output wrapper: the warning
+    # still names this file, not a line inside stc or scikit-learn
+    from sklearn.exceptions import ConvergenceWarning
+
+    with pytest.warns(ConvergenceWarning, match="max_iter=2") as record:
+        getattr(STC(n_topics=2, max_iter=2, tol=0, random_state=0), method)(small_counts())
+    assert [warning.filename for warning in record] == [__file__]
+
+
 @brief_fit
 def test_documents_at_the_sweep_cap_warn():
     from sklearn.exceptions import ConvergenceWarning

@@ -229,8 +229,45 @@ def check_training_corpus(X, name="X"):
                          "nothing to learn topics from")
 
 
+def check_sparse_structure(X, name="X"):
+    """Refuse a sparse matrix whose index arrays do not describe a matrix of its shape.
+
+    scipy's conversions and the kernels index with them unchecked: indices out
+    of range would crash the process or read the wrong entries. CSR, CSC and
+    COO are checked (other formats keep their entries in Python structures).
+    """
+    fault = None
+    if X.format in ("csr", "csc"):
+        major, minor = X.shape if X.format == "csr" else X.shape[::-1]
+        indptr, indices = np.asarray(X.indptr), np.asarray(X.indices)
+        what = "column" if X.format == "csr" else "row"
+        if indptr.ndim != 1 or indptr.size != major + 1:
+            fault = f"indptr has {indptr.size} entries, not {major + 1}"
+        elif indptr[0] != 0 or np.any(np.diff(indptr) < 0):
+            fault = "indptr must start at 0 and never decrease"
+        elif indptr[-1] > min(indices.size, np.size(X.data)):
+            fault = (f"indptr ends at {indptr[-1]}, past the {min(indices.size, np.size(X.data))} "
+                     "stored entries")
+        elif indptr[-1] and not (0 <= indices[:indptr[-1]].min()
+                                 and indices[:indptr[-1]].max() < minor):
+            fault = f"a {what} index is outside [0, {minor})"
+    elif X.format == "coo":
+        for what, index, size in (("row", X.row, X.shape[0]), ("column", X.col, X.shape[1])):
+            if np.size(index) and not (0 <= np.min(index) and np.max(index) < size):
+                fault = f"a {what} index is outside [0, {size})"
+                break
+    if fault:
+        raise ValueError(f"{name} is not a valid {X.format.upper()} matrix of shape {X.shape}: "
+                         f"{fault}; build it from valid indices")
+
+
 def check_input_values(X, name="X"):
-    """Refuse complex, NaN or infinite input with a message of our own, before scikit-learn's."""
+    """Refuse complex, NaN or infinite input with a message of our own, before scikit-learn's.
+
+    A sparse X must also be a valid matrix of its shape (`check_sparse_structure`).
+    """
+    if sp.issparse(X):
+        check_sparse_structure(X, name)
     values = getattr(X, "data", None) if sp.issparse(X) else X
     if not isinstance(values, np.ndarray):
         return  # lists, DOK matrices etc.: left to check_array

@@ -16,6 +16,7 @@ import scipy.sparse as sp
 
 import stc.losses
 from stc import STC, DataWarning, MedSTC
+from stc.learners.partitions import Partition
 
 from conftest import brief_fit
 
@@ -214,6 +215,41 @@ def test_bad_values_of_X_are_named(sparse):
     with pytest.raises(ValueError, match=r"^Complex data not supported: X has complex dtype "
                                          r"complex128; counts must be real$"):
         STC(n_topics=2, max_iter=2).fit(sp.csr_matrix(X) if sparse else X)
+
+
+def broken_matrices():
+    """Sparse matrices whose index arrays do not fit their shape (30, 50): (name, matrix, fault)."""
+    X = counts()
+    shifted = X.copy()
+    shifted.indices = shifted.indices - 1  # -1 would wrap to the last column
+    past_end = X.copy()
+    past_end.indptr[3] = 10 ** 6
+    by_column = sp.csc_matrix(X)
+    by_column.indices = by_column.indices + 1
+    by_entry = sp.coo_matrix(X)
+    by_entry.col = by_entry.col + 1
+    return [("csr indices", shifted, r"a column index is outside \[0, 50\)"),
+            ("csr indptr", past_end, "indptr must start at 0 and never decrease"),
+            ("csc indices", by_column, r"a row index is outside \[0, 30\)"),
+            ("coo col", by_entry, r"a column index is outside \[0, 50\)")]
+
+
+@pytest.mark.parametrize("name, X, fault", broken_matrices(),
+                         ids=[name for name, _, _ in broken_matrices()])
+@brief_fit
+def test_a_sparse_matrix_with_broken_indices_is_refused(name, X, fault):
+    # scipy's conversions and the kernels index with them unchecked: this crashed the
+    # process (double free, segfault) or, in transform, read the wrong column
+    fitted = STC(n_topics=2, max_iter=2, random_state=0).fit(counts())
+    calls = [STC(n_topics=2, max_iter=2, random_state=0).fit, fitted.transform, fitted.score,
+             STC(n_topics=2, learning_method="online", random_state=0).partial_fit,
+             lambda X: MedSTC(n_topics=2, max_iter=2).fit(X, np.arange(30) % 2)]
+    for call in calls:
+        with pytest.raises(ValueError, match=rf"^X is not a valid .* matrix of shape \(30, 50\): "
+                                             rf"{fault}"):
+            call(X)
+    with pytest.raises(ValueError, match=rf"^a block of the dask array is not a valid .*{fault}"):
+        Partition(X, stc.losses.get_loss("poisson"), 50)
 
 
 def test_labels_that_are_none_are_named():

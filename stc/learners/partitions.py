@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 
-from stc._validation import as_count_matrix
+from stc._validation import as_count_matrix, check_sparse_structure
 from stc.dictionary import CorpusLayout
 
 
@@ -76,6 +76,7 @@ class Partition:
         if not sp.issparse(block):
             raise TypeError("the dask array's blocks must be scipy.sparse matrices (CSR row "
                             f"blocks), got {type(block).__name__}")
+        check_sparse_structure(block, "a block of the dask array")
         self.X = as_count_matrix(sp.csr_matrix(block, dtype=np.float64), loss)
         if self.X.shape[1] != n_features:
             raise ValueError(f"a block has {self.X.shape[1]} columns, expected {n_features}")

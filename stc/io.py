@@ -255,6 +255,13 @@ def read_matrix_market(path, vocabulary=None, *, labels=None):
     path = os.fspath(path)
     vocabulary = _as_vocabulary(vocabulary)
     try:
+        # checked first: scipy aborts the process on some files without the banner
+        with _open_binary(path) as handle:
+            _, field, _ = _matrix_market_banner(handle, path)
+    except (OSError, EOFError) as exc:
+        raise ValueError(f"could not read Matrix Market file {path}: {exc}") from None
+    _check_field(field, path)
+    try:
         with _open_binary(path) as handle:
             X = scipy.io.mmread(handle)
     except (ValueError, OSError, EOFError) as exc:
@@ -371,18 +378,28 @@ def iter_svmlight_batches(path, batch_size=1000, vocabulary=None, *, n_features=
                                       f"of {path}")
 
 
+def _matrix_market_banner(handle, path):
+    """(layout, field, symmetry) of a Matrix Market matrix file's first line, in lower case."""
+    banner = handle.readline(1024).decode("ascii", errors="replace").split()
+    if len(banner) < 5 or banner[0] != "%%MatrixMarket" or banner[1].lower() != "matrix":
+        raise ValueError(f"{path} is not a Matrix Market matrix file (its first line is not "
+                         "'%%MatrixMarket matrix <layout> <field> <symmetry>')")
+    return tuple(word.lower() for word in banner[2:5])
+
+
+def _check_field(field, path):
+    if field not in ("real", "integer", "pattern"):
+        raise ValueError(f"{path} holds {field} values; word counts must be real or integer")
+
+
 def _matrix_market_header(handle, path):
     """(rows, columns, entries, field) of a coordinate Matrix Market file; reads to the data."""
-    banner = handle.readline().decode("ascii", errors="replace").split()
-    if len(banner) < 5 or banner[0] != "%%MatrixMarket" or banner[1].lower() != "matrix":
-        raise ValueError(f"{path} is not a Matrix Market matrix file")
-    layout, field, symmetry = (word.lower() for word in banner[2:5])
+    layout, field, symmetry = _matrix_market_banner(handle, path)
     if layout != "coordinate" or symmetry != "general":
         raise ValueError(f"{path} is a {layout} {symmetry} Matrix Market file; reading in "
                          "batches needs the coordinate general layout (sparse, rows stored "
                          "in order): use read_matrix_market")
-    if field not in ("real", "integer", "pattern"):
-        raise ValueError(f"{path} holds {field} values; word counts must be real or integer")
+    _check_field(field, path)
     for line in handle:
         if line.strip() and not line.startswith(b"%"):
             n_rows, n_columns, n_entries = (int(word) for word in line.split())

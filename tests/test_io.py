@@ -88,6 +88,21 @@ def test_matrix_market_with_labels_and_a_transposed_matrix(tmp_path, newsgroups)
         stc.io.read_matrix_market(tmp_path / "terms_by_docs.mtx", train.vocabulary[:30])
 
 
+def test_a_file_read_as_matrix_market_must_be_one(tmp_path, newsgroups):
+    train, _ = newsgroups
+    # an SVMlight file of this size made scipy's reader abort the process
+    dump_svmlight_file(train.data[:200], train.target[:200], str(tmp_path / "docs.svm"))
+    for call in (lambda path: stc.io.read_matrix_market(path),
+                 lambda path: stc.io.load_corpus(path, format="matrix-market")):
+        with pytest.raises(ValueError, match=r"docs\.svm is not a Matrix Market matrix file"):
+            call(tmp_path / "docs.svm")
+    # complex values are refused, not made real
+    (tmp_path / "complex.mtx").write_text("%%MatrixMarket matrix coordinate complex general\n"
+                                          "1 2 1\n1 1 1.0 2.0\n")
+    with pytest.raises(ValueError, match="complex.mtx holds complex values"):
+        stc.io.read_matrix_market(tmp_path / "complex.mtx")
+
+
 def test_vocabulary_file_problems_are_named(tmp_path):
     (tmp_path / "vocab.txt").write_text("alpha\nbeta\nalpha\n")
     with pytest.raises(ValueError, match="vocab.txt.*'alpha' more than once"):

@@ -460,11 +460,29 @@ def _import_modules(names):
                 raise CommandError(f"--import: cannot import {name}: {exc}") from None
 
 
-def _check_output(path):
-    """Refuse an output whose folder does not exist before any long work is done."""
+def _check_output(path, args, inputs=("data",)):
+    """Refuse, before any long work, an output that is a folder, lies in no folder or is an input.
+
+    ``inputs``: the attributes of ``args`` naming the command's input paths
+    (the labels, vocabulary and stop-word files are checked too).
+    """
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise CommandError(f"-o/--output: folder {os.path.dirname(path)} does not exist")
+    if os.path.isdir(path):
+        raise CommandError(f"-o/--output: {path} is a folder; give a file name")
+    if not os.path.exists(path):
+        return
+    for name in (*inputs, "labels", "vocabulary", "stop_words"):
+        given = getattr(args, name, None)
+        if isinstance(given, str) and os.path.isfile(given) and os.path.samefile(path, given):
+            raise CommandError(f"-o/--output: {path} is the input {given}; writing there would "
+                               "replace it, so choose another file name")
+
+
+def _word_codes_path(output):
+    """Where ``stc transform --word-codes`` writes the word codes next to a .mtx OUT."""
+    return os.path.splitext(output)[0] + ".word_codes.mtx"
 
 
 def _load_model(path):
@@ -541,7 +559,7 @@ def _estimator(args):
 def _run_fit(args):
     from stc import FitInterruptedWarning
 
-    _check_output(args.output)
+    _check_output(args.output, args)
     model = _estimator(args)
     corpus = _read_data(args)
     labels = None
@@ -611,7 +629,9 @@ def _run_transform(args):
     extension = os.path.splitext(args.output)[1].lower()
     if extension not in (".npz", ".mtx"):
         raise CommandError(f"-o/--output: {args.output} must end in .npz or .mtx")
-    _check_output(args.output)
+    _check_output(args.output, args, ("data", "model"))
+    if args.word_codes and extension == ".mtx":
+        _check_output(_word_codes_path(args.output), args, ("data", "model"))
     model = _load_model(args.model)
     if args.n_jobs is not None:
         model.set_params(n_jobs=args.n_jobs)
@@ -638,7 +658,7 @@ def _run_transform(args):
         scipy.io.mmwrite(args.output, sp.csr_matrix(theta),
                          comment="document codes: row d is document d, column k topic k")
         if word_codes is not None:
-            path = os.path.splitext(args.output)[0] + ".word_codes.mtx"
+            path = _word_codes_path(args.output)
             scipy.io.mmwrite(path, word_codes, comment=(
                 "word codes: row i is the i-th non-zero of the documents x terms count matrix "
                 "in row-major order (document by document, terms in increasing column "
@@ -734,7 +754,7 @@ def _run_report(args):
     from stc import report
     from stc.io import labels_of
 
-    _check_output(args.output)
+    _check_output(args.output, args, ("data", "model"))
     model = _load_model(args.model)
     if args.n_jobs is not None:
         model.set_params(n_jobs=args.n_jobs)

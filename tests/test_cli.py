@@ -363,6 +363,30 @@ def _one_line_error(err, *needles):
         assert str(needle) in lines[-1], (needle, lines[-1])
 
 
+def test_an_output_that_would_replace_an_input_is_refused(tmp_path, stc_model, svmlight_dir,
+                                                           capsys):
+    data, model = tmp_path / "train.svm", tmp_path / "stc.model"
+    shutil.copy(svmlight_dir / "train.svm", data)
+    shutil.copy(stc_model, model)
+    before = data.read_bytes(), model.read_bytes()
+    for argv, victim in ((["fit", data, "-o", data], data),
+                         (["report", model, data, "-o", model], model),
+                         (["report", model, data, "-o", data], data)):
+        status, _, err = run([*argv, "-q"] if argv[0] == "fit" else argv, capsys)
+        assert status == EXIT_ERROR
+        _one_line_error(err, f"-o/--output: {victim} is the input", "choose another file name")
+    codes = tmp_path / "codes.mtx"
+    shutil.copy(data, tmp_path / "codes.word_codes.mtx")  # where --word-codes would write
+    status, _, err = run(["transform", model, tmp_path / "codes.word_codes.mtx", "-o", codes,
+                          "--word-codes"], capsys)
+    assert status == EXIT_ERROR
+    _one_line_error(err, "codes.word_codes.mtx is the input")
+    status, _, err = run(["fit", data, "-o", tmp_path, "-q"], capsys)
+    assert status == EXIT_ERROR
+    _one_line_error(err, f"-o/--output: {tmp_path} is a folder")
+    assert (data.read_bytes(), model.read_bytes()) == before
+
+
 def test_missing_and_unreadable_inputs_name_the_file(tmp_path, stc_model, capsys):
     status, _, err = run(["fit", tmp_path / "missing.svm", "-o", tmp_path / "m"], capsys)
     assert status == EXIT_ERROR

@@ -37,6 +37,7 @@ codes are all zero ("collapsed") carries no information about beta_k; it is
 left unchanged, so coding may use it again later.
 """
 import functools
+import os
 
 import numpy as np
 from sklearn.utils import check_random_state
@@ -49,6 +50,27 @@ from stc._core._sparse_ops import (mm_first_statistics, mm_step_statistics, word
 
 
 # ---- initial topics
+
+def check_topics_fit_in_memory(n_topics, n_features):
+    """Refuse, at once, topics larger than this machine's memory (a ValueError naming n_topics).
+
+    Without it a typo such as ``n_topics=10**9`` would draw topic after topic
+    for minutes before running out of memory.
+    """
+    needed = 8.0 * n_topics * n_features  # one (n_topics, n_features) float64 array
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows): ask for the memory
+        try:
+            np.empty((n_topics, n_features))
+            return
+        except (MemoryError, ValueError):
+            memory = 0
+    if needed > memory:
+        raise ValueError(f"n_topics={n_topics} is too large: the topics alone ({n_topics} x "
+                         f"{n_features} terms in float64, {needed / 2 ** 30:.3g} GiB) exceed "
+                         f"this machine's memory")
+
 
 def initial_dictionary(X, n_topics, random_state, docs_per_topic=5, corpus_share=0.2):
     """Distinct starting topics, seeded by ``random_state``.
@@ -98,6 +120,7 @@ def nndsvd_dictionary(X, n_topics, random_state, corpus_share=0.01):
     The SVD is scikit-learn's `randomized_svd` seeded by ``random_state``; its
     dense steps run in BLAS, so its last bits may depend on the BLAS build.
     """
+    check_topics_fit_in_memory(n_topics, X.shape[1])
     corpus = np.asarray(X.sum(axis=0), dtype=np.float64).ravel()
     if corpus.sum() <= 0 or n_topics >= min(X.shape):
         # nothing to decompose (or fewer directions than topics): the draws' start
@@ -123,6 +146,7 @@ def initial_dictionary_draws(nonempty, n_features, n_topics, random_state, docs_
     Kept apart so that a corpus spread over several machines draws the same
     numbers and only gathers the chosen documents' rows.
     """
+    check_topics_fit_in_memory(n_topics, n_features)
     rng = check_random_state(random_state)
     if nonempty.size == 0:
         return []

@@ -252,6 +252,19 @@ def test_a_sparse_matrix_with_broken_indices_is_refused(name, X, fault):
         Partition(X, stc.losses.get_loss("poisson"), 50)
 
 
+@pytest.mark.parametrize("options", [dict(init="random"), dict(init="nndsvd"),
+                                     dict(learning_method="online")], ids=str)
+def test_topics_larger_than_memory_are_refused_at_once(options):
+    # 10**12 x 50 doubles (364 TiB) exceed any machine's memory: refused before
+    # drawing the topics one by one (10**9 kept a fit busy for minutes)
+    with pytest.raises(ValueError, match=r"^n_topics=1000000000000 is too large: the topics "
+                                         r"alone \(1000000000000 x 50 terms in float64, "
+                                         r"3\.73e\+05 GiB\) exceed this machine's memory$"):
+        STC(n_topics=10 ** 12, **options).fit(counts())
+    with pytest.raises(ValueError, match="^n_topics=1000000000000 is too large"):
+        STC(n_topics=10 ** 12).partial_fit(counts())
+
+
 def test_labels_that_are_none_are_named():
     y = np.array([None, "a", "b"] * 10, dtype=object)
     with pytest.raises(ValueError, match=r"^y contains None \(10 of 30 labels\)"):

@@ -284,12 +284,15 @@ def check_input_values(X, name="X"):
 
 
 def check_labels(y, name="y"):
-    """Refuse labels that are None (scikit-learn calls them "unknown")."""
+    """Refuse labels that are None or NaN (missing labels, not a class)."""
     labels = np.asarray(y, dtype=object).ravel()
-    missing = sum(label is None for label in labels)
-    if missing:
-        raise ValueError(f"{name} contains None ({missing} of {labels.size} labels); every "
-                         "document needs a class label")
+    for what, missing in (("None", lambda label: label is None),
+                          ("NaN", lambda label: isinstance(label, (float, np.floating))
+                           and label != label)):
+        count = sum(map(missing, labels))
+        if count:
+            raise ValueError(f"{name} contains {what} ({count} of {labels.size} labels): a "
+                             "missing label is not a class, and every document needs one")
 
 
 def warn_dominant_count(values, name="X"):

@@ -269,3 +269,13 @@ def test_labels_that_are_none_are_named():
     y = np.array([None, "a", "b"] * 10, dtype=object)
     with pytest.raises(ValueError, match=r"^y contains None \(10 of 30 labels\)"):
         MedSTC(n_topics=2, max_iter=2).fit(counts(), y)
+
+
+def test_labels_and_classes_that_are_nan_are_named():
+    # a NaN among partial_fit's classes became a class of its own, with a NaN score
+    y = np.arange(30) % 2
+    with pytest.raises(ValueError, match=r"^classes contains NaN \(1 of 3 labels\): a missing "
+                                         r"label is not a class"):
+        MedSTC(learning_method="online").partial_fit(counts(), y, classes=[np.nan, 0, 1])
+    with pytest.raises(ValueError, match=r"^y contains NaN \(15 of 30 labels\)"):
+        MedSTC(n_topics=2, max_iter=2).fit(counts(), np.where(y == 0, np.nan, 1.0))

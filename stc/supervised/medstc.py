@@ -339,7 +339,7 @@ class MedSTC(ClassifierMixin, STC):
             classes = np.asarray(classes)
             if classes.ndim != 1:
                 raise ValueError(f"classes must be 1-D, got shape {classes.shape}")
-            check_labels(classes)
+            check_labels(classes, "classes")
             unique = np.unique(classes)
             if unique.size != classes.size:
                 raise ValueError("classes must not repeat a label")
@@ -359,7 +359,7 @@ class MedSTC(ClassifierMixin, STC):
         if y.ndim != 1 or y.shape[0] != n_docs:
             raise ValueError(f"{name} must be 1-D with one label per document ({n_docs}), "
                              f"got shape {y.shape}")
-        check_labels(y)
+        check_labels(y, name)
         check_classification_targets(y)
         index = np.searchsorted(classes, y)
         index[index >= classes.size] = 0

@@ -172,3 +172,37 @@ def test_a_loss_that_is_nan_everywhere_is_told_what_to_override():
     with pytest.raises(TypeError, match=r"returns NaN at every sample point") as info:
         check_loss(NothingInPython())
     assert "Cython" not in str(info.value) and "_loss" not in str(info.value)
+
+
+class WrongSolver(PythonLoss):
+    """The squared error with an overridden solve_coordinate that breaks its contract."""
+
+    name = "wrong_solver"
+
+    def __init__(self, answer):
+        self.answer = answer
+
+    def loss(self, y, mean):
+        return 0.5 * (np.asarray(mean, float) - y) ** 2
+
+    def gradient(self, y, mean):
+        return np.asarray(mean, float) - y
+
+    def hessian(self, y, mean):
+        return np.ones(np.broadcast(y, mean).shape)
+
+    def solve_coordinate(self, y, b, mean_rest, quad, lin, x_start=0.0):
+        x = super().solve_coordinate(y, b, mean_rest, quad, lin, x_start)
+        return x - 1.0 if self.answer == "negative" else x[:1]
+
+
+@pytest.mark.parametrize("answer, message", [
+    ("negative", r"the wrong_solver loss's solve_coordinate returned a negative code "
+                 r"\(-[\d.e-]+\); it must minimise over x >= 0"),
+    ("one", r"the wrong_solver loss's solve_coordinate returned an array of shape \(1,\) for "
+            r"\d+ problems; it must return one code each")])
+def test_a_solver_that_breaks_its_contract_is_named(corpus, answer, message):
+    # a negative answer used to be stored as a word code of -1
+    with pytest.raises(ValueError, match=message):
+        STC(n_topics=3, loss=WrongSolver(answer), max_iter=2, rho=1e-3, lambda_=1e-3,
+            random_state=0).fit(corpus)

@@ -86,6 +86,23 @@ def document_objective(loss, X, doc_of_entry, means, codes, theta, linear, param
     return total, recon
 
 
+def solved_codes(loss, x, shape):
+    """A loss's ``solve_coordinate`` answer, checked: one code >= 0 (or NaN, a failure) each.
+
+    A Python loss may override the solver; a wrong shape or a negative code
+    would otherwise break the coding silently (codes are minimisers over x >= 0).
+    """
+    name = getattr(loss, "name", type(loss).__name__)
+    x = np.asarray(x, dtype=np.float64)
+    if x.shape != shape:
+        raise ValueError(f"the {name} loss's solve_coordinate returned an array of shape "
+                         f"{x.shape} for {shape[0]} problems; it must return one code each")
+    if np.any(x < 0):
+        raise ValueError(f"the {name} loss's solve_coordinate returned a negative code "
+                         f"({x.min():.17g}); it must minimise over x >= 0")
+    return x
+
+
 def solve_topic_words(loss, y, b, rests, codes_k, t_entry, quad, rho_lin, gamma, docs, n_docs):
     """Vectorised `solve_topic_words`: word codes of one topic at theta_k = t.
 
@@ -94,15 +111,16 @@ def solve_topic_words(loss, y, b, rests, codes_k, t_entry, quad, rho_lin, gamma,
     lin = rho_lin - 2.0 * gamma * t_entry
     finite = np.isfinite(y) & np.isfinite(b) & np.isfinite(rests) & np.isfinite(lin)
     if finite.all():
-        x = loss.solve_coordinate(y, b, rests, quad, lin, codes_k)
+        x = solved_codes(loss, loss.solve_coordinate(y, b, rests, quad, lin, codes_k), y.shape)
     else:
         # Codes that ran off to infinity (an unbounded problem, e.g. MedSTC's shifted
         # mean with the l1 penalty on theta) give non-finite arguments: not the
         # loss's failure (`note_failure`). The built-in closed forms' answer there
         # (`legacy_clamp`): +inf for lin = -inf, else 0.
         x = np.where((lin == -np.inf) & np.isfinite(rests), np.inf, 0.0)
-        x[finite] = loss.solve_coordinate(y[finite], b[finite], rests[finite], quad,
-                                          lin[finite], codes_k[finite])
+        x[finite] = solved_codes(loss, loss.solve_coordinate(
+            y[finite], b[finite], rests[finite], quad, lin[finite], codes_k[finite]),
+            (int(np.count_nonzero(finite)),))
     check_plugin(FAILURE_SOLVER, np.isnan(x), y, rests, b, rests, lin)
     with np.errstate(invalid="ignore"):  # inf - inf where codes ran off (NaN, as the kernel)
         slope = np.bincount(docs, weights=2.0 * gamma * (t_entry - x), minlength=n_docs)

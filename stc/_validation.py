@@ -6,6 +6,7 @@ per kind of mistake: a value of the wrong type raises TypeError, a value of
 the right type outside the allowed range or set raises ValueError; both name
 the parameter.
 """
+import math
 import numbers
 import os
 import sys
@@ -36,7 +37,10 @@ class Interval:
         return isinstance(value, self.kind) and not isinstance(value, (bool, np.bool_))
 
     def value_matches(self, value):
-        if not np.isfinite(value):
+        try:  # an int beyond float64 is infinite here; a Fraction is a real number
+            if not math.isfinite(float(value)):
+                return False
+        except (TypeError, ValueError, OverflowError):
             return False
         low_ok = self.low is None or (value >= self.low if self.closed in ("both", "left")
                                       else value > self.low)
@@ -48,8 +52,11 @@ class Interval:
         kind = "an integer" if self.kind is numbers.Integral else "a real number"
         left = "[" if self.closed in ("both", "left") else "("
         right = "]" if self.closed in ("both", "right") else ")"
-        low = "-inf" if self.low is None else f"{self.low:g}"
-        high = "inf" if self.high is None else f"{self.high:g}"
+        def shown(bound):  # integers in full (2147483647, not 2.14748e+09)
+            return str(bound) if isinstance(bound, numbers.Integral) else f"{bound:g}"
+
+        low = "-inf" if self.low is None else shown(self.low)
+        high = "inf" if self.high is None else shown(self.high)
         return f"{kind} in {left}{low}, {high}{right}"
 
 

@@ -279,3 +279,12 @@ def test_labels_and_classes_that_are_nan_are_named():
         MedSTC(learning_method="online").partial_fit(counts(), y, classes=[np.nan, 0, 1])
     with pytest.raises(ValueError, match=r"^y contains NaN \(15 of 30 labels\)"):
         MedSTC(n_topics=2, max_iter=2).fit(counts(), np.where(y == 0, np.nan, 1.0))
+
+
+def test_integers_beyond_float64_are_judged_by_value():
+    # np.isfinite of such a Python int raised TypeError without naming the parameter
+    with pytest.raises(ValueError, match=r"^STC: n_jobs must be None or an integer in "
+                                         r"\[-2147483647, 2147483647\] other than 0, got 1180"):
+        STC(n_jobs=2 ** 70).fit(counts())
+    with pytest.raises(ValueError, match=r"^STC: tol must be a real number in \[0, inf\], got 1"):
+        STC(tol=10 ** 400).fit(counts())

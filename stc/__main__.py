@@ -4,13 +4,32 @@ import sys
 import time
 
 
+def _integer(low, high=None, other_than=None):
+    """An argparse type: an integer in [low, high], not ``other_than`` (a usage error else)."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low or (high is not None and value > high) or value == other_than:
+            allowed = f"at least {low}" if high is None else f"in [{low}, {high}]"
+            raise argparse.ArgumentTypeError(
+                f"{value} is not allowed: an integer {allowed}"
+                + (f" other than {other_than}" if other_than is not None else ""))
+        return value
+    return parse
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m stc", description=__doc__)
-    parser.add_argument("--topics", type=int, default=10, help="number of topics (default 10)")
-    parser.add_argument("--words", type=int, default=8, help="top words shown per topic")
-    parser.add_argument("--max-iter", type=int, default=30, help="outer iterations (default 30)")
-    parser.add_argument("--threads", type=int, default=-1, help="threads (-1: all cores)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--topics", type=_integer(1), default=10,
+                        help="number of topics (default 10)")
+    parser.add_argument("--words", type=_integer(1), default=8, help="top words shown per topic")
+    parser.add_argument("--max-iter", type=_integer(1), default=30,
+                        help="outer iterations (default 30)")
+    parser.add_argument("--threads", type=_integer(-2 ** 31 + 1, 2 ** 31 - 1, other_than=0),
+                        default=-1, help="threads (-1: all cores)")
+    parser.add_argument("--seed", type=_integer(0, 2 ** 32 - 1), default=0)
     args = parser.parse_args(argv)
     try:  # the imports too: they take a few seconds
         return _demo(args)

@@ -511,6 +511,10 @@ def _read_data(args, model=None):
     except UndecodableTextError as exc:  # in the command's spelling, not Python's
         raise CommandError(exc.advice("--encoding", "--decode-error replace")) from None
     X = corpus.data
+    bad = X.nnz - int(np.count_nonzero(np.isfinite(X.data)))
+    if bad:
+        raise CommandError(f"{args.data} holds {bad} NaN or infinite values; counts must be "
+                           "finite and non-negative")
     _say(args, f"read {args.data} ({corpus.format}): {X.shape[0]} documents, {X.shape[1]} "
                f"terms, {int(X.sum())} words"
                + (f", {len(np.unique(corpus.target))} labels" if corpus.target is not None

@@ -387,6 +387,16 @@ def test_an_output_that_would_replace_an_input_is_refused(tmp_path, stc_model, s
     assert (data.read_bytes(), model.read_bytes()) == before
 
 
+def test_nan_counts_in_a_file_are_named(tmp_path, stc_model, capsys):
+    # the summary line's int(X.sum()) failed first: "cannot convert float NaN to integer"
+    (tmp_path / "nan.svm").write_text("0 1:nan 2:4\n1 3:2\n")
+    for argv in (["fit", tmp_path / "nan.svm", "-o", tmp_path / "m", "-q"],
+                 ["transform", stc_model, tmp_path / "nan.svm", "-o", tmp_path / "c.npz"]):
+        status, _, err = run(argv, capsys)
+        assert status == EXIT_ERROR
+        _one_line_error(err, "nan.svm holds 1 NaN or infinite values")
+
+
 def test_missing_and_unreadable_inputs_name_the_file(tmp_path, stc_model, capsys):
     status, _, err = run(["fit", tmp_path / "missing.svm", "-o", tmp_path / "m"], capsys)
     assert status == EXIT_ERROR
@@ -709,3 +719,20 @@ def test_online_options_are_checked(tmp_path, svmlight_dir, capsys):
     status, _, err = run(["fit", svmlight_dir / "train.svm", "-o", tmp_path / "m",
                           "--learning-decay", "0.5"], capsys)
     assert status != EXIT_OK and "--learning-decay" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--topics", "0"], "argument --topics: 0 is not allowed: an integer at least 1"),
+    (["--threads", "0"], "argument --threads: 0 is not allowed"),
+    (["--seed", "-1"], "argument --seed: -1 is not allowed: an integer in [0, 4294967295]"),
+    (["--words", "x"], "argument --words: 'x' is not an integer")])
+def test_the_demo_refuses_bad_numbers_in_one_line(argv, message, capsys):
+    # they reached the estimator, whose ValueError printed a traceback
+    from stc.__main__ import main as demo
+
+    with pytest.raises(SystemExit) as exit_info:
+        demo(argv)
+    assert exit_info.value.code == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1].startswith(f"python -m stc: error: {message}")
+    assert "Traceback" not in err

@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from stc._persistence import register_estimator, save_model
 from stc._validation import (N_JOBS, RANDOM_STATE, InstanceOf, Interval, NoneValue, Options,
-                             check_fitted_finite, check_training_corpus, training_counts,
+                             check_fitted_topics, check_training_corpus, training_counts,
                              validate_params, validated_counts, warn_dominant_count)
 from stc.coding import CodingProblem, code_known_terms
 from stc.completion import check_scorable, held_out_score, split_entries
@@ -531,7 +531,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         objective is needed.
         """
         check_is_fitted(self, "components_")
-        check_fitted_finite(self, "components_")
+        check_fitted_topics(self)
         problem = self._coding_problem()
         X = self._validate_X(X, reset=False, loss=problem.loss)
         theta, codes, result = code_known_terms(problem, X, self.components_,

@@ -331,6 +331,30 @@ def user_stacklevel():
     return level
 
 
+def check_fitted_topics(estimator):
+    """Refuse topics changed after fit into what topics cannot be (a ValueError naming them).
+
+    ``components_`` must be a 2-D numeric array with a column per term of
+    the training data (``n_features_in_``), finite and non-negative.
+    """
+    beta = estimator.components_
+    owner = f"{type(estimator).__name__}.components_"
+    advice = "it was changed after fit or is corrupt; refit the model or restore it"
+    if not (isinstance(beta, np.ndarray) and beta.ndim == 2 and beta.dtype.kind in "fiu"):
+        shape = getattr(beta, "shape", None)
+        raise ValueError(f"{owner} must be a 2-D numeric numpy array, got "
+                         f"{type(beta).__name__}" + (f" of shape {shape}" if shape else "")
+                         + f": {advice}")
+    n_features = getattr(estimator, "n_features_in_", beta.shape[1])
+    if beta.shape[1] != n_features:
+        raise ValueError(f"{owner} has {beta.shape[1]} columns, but the model was fitted on "
+                         f"{n_features} terms (n_features_in_): {advice}")
+    check_fitted_finite(estimator, "components_")
+    if beta.size and beta.min() < 0:
+        raise ValueError(f"{owner} holds negative weights (min {beta.min():g}); topics are "
+                         f"distributions over the terms: {advice}")
+
+
 def check_fitted_finite(estimator, *names):
     """Refuse fitted arrays holding NaN or infinite values (changed after fit, or corrupt)."""
     for name in names:

@@ -195,9 +195,24 @@ def test_changed_fitted_arrays_are_refused():
         with pytest.raises(ValueError, match=r"STC\.components_ contains NaN or infinite values "
                                              r"\(1 entries\).*refit"):
             method(X)
+    # topics that cannot be topics (an IndexError or a silent result before)
+    model = STC(n_topics=2, max_iter=2, random_state=0).fit(X)
+    topics = model.components_
+    for changed, message in ((topics[:, :10], r"has 10 columns, but the model was fitted on 50 "
+                                              r"terms \(n_features_in_\)"),
+                             (topics.tolist(), "must be a 2-D numeric numpy array, got list"),
+                             (-topics, r"holds negative weights \(min -")):
+        model.components_ = changed
+        with pytest.raises(ValueError, match=rf"^STC\.components_ {message}"):
+            model.transform(X)
     model = MedSTC(n_topics=2, max_iter=2, random_state=0).fit(X, y)
+    coef = model.coef_.copy()
     model.coef_[1, 0] = np.inf
     with pytest.raises(ValueError, match=r"MedSTC\.coef_ contains NaN or infinite values"):
+        model.predict(X)
+    model.coef_ = coef[:, :1]
+    with pytest.raises(ValueError, match=r"^MedSTC\.coef_ has shape \(2, 1\), but the model "
+                                         r"has 2 classes and 2 topics"):
         model.predict(X)
 
 

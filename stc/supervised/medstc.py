@@ -291,7 +291,13 @@ class MedSTC(ClassifierMixin, STC):
         """Scores eta_y . theta for every class, shape (n_docs, n_classes)."""
         check_is_fitted(self, "coef_")
         check_fitted_finite(self, "coef_")
-        return row_products(self.transform(X), self.coef_)
+        theta = self.transform(X)
+        expected = (np.size(self.classes_), theta.shape[1])
+        if np.shape(self.coef_) != expected:
+            raise ValueError(f"MedSTC.coef_ has shape {np.shape(self.coef_)}, but the model has "
+                             f"{expected[0]} classes and {expected[1]} topics: it was changed "
+                             "after fit or is corrupt; refit the model or restore it")
+        return row_products(theta, self.coef_)
 
     def predict(self, X):
         """Predicted labels: argmax_y eta_y . theta_d, with theta coded without labels."""

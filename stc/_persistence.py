@@ -185,6 +185,24 @@ def _parameters(model):
     return {name: _json_value(value, f"parameter {name}") for name, value in params.items()}
 
 
+def _checked_output_path(path):
+    """``path`` as a str, refused unless a file can be written there (errors name ``path``).
+
+    Without this the errors would name the temporary file written first.
+    """
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"path must be a file path (str or os.PathLike), got "
+                        f"{type(path).__name__}")
+    path = os.fsdecode(os.fspath(path))
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"cannot save the model to {path}: it is a folder")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"cannot save the model to {path}: folder {folder} does not "
+                                "exist")
+    return path
+
+
 def save_model(model, path, *, vocabulary=None, text_options=None):
     """Write the fitted ``model`` to ``path`` as one portable file (see `load`).
 
@@ -236,7 +254,7 @@ def save_model(model, path, *, vocabulary=None, text_options=None):
         "array_notes": notes,
     }
     metadata["checksum"] = {"algorithm": "sha256", "value": _checksum(metadata, arrays)}
-    path = os.fspath(path)
+    path = _checked_output_path(path)
     partial = f"{path}.partial-{os.getpid()}"
     try:
         with zipfile.ZipFile(partial, "w") as archive:
@@ -288,7 +306,12 @@ def read_model_file(path):
     file, is truncated or corrupted, has another format version, or fails
     its checksum; FileNotFoundError when it does not exist.
     """
-    path = os.fspath(path)
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"path must be a file path (str or os.PathLike), got "
+                        f"{type(path).__name__}")
+    path = os.fsdecode(os.fspath(path))
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path} is a folder, not a model file")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"model file {path} not found")
     with open(path, "rb") as handle:

@@ -135,6 +135,23 @@ def test_what_cannot_be_saved_is_refused(tmp_path, fitted_stc):
     assert not (tmp_path / "x.stc").exists()
 
 
+def test_paths_that_cannot_hold_a_model_are_named(tmp_path, fitted_stc):
+    # the errors named the temporary file written first, or said "not found" of a folder
+    missing = tmp_path / "no" / "x.stc"
+    with pytest.raises(FileNotFoundError, match=f"cannot save the model to {missing}: folder "
+                                                f"{missing.parent} does not exist"):
+        fitted_stc.save(missing)
+    with pytest.raises(IsADirectoryError, match=f"cannot save the model to {tmp_path}: it is "
+                                                "a folder"):
+        fitted_stc.save(tmp_path)
+    with pytest.raises(IsADirectoryError, match=f"{tmp_path} is a folder, not a model file"):
+        stc.load(tmp_path)
+    for call in (fitted_stc.save, stc.load):
+        with pytest.raises(TypeError, match="path must be a file path .* got NoneType"):
+            call(None)
+    assert list(tmp_path.iterdir()) == []
+
+
 # ---- damaged and foreign files
 
 def test_truncated_files_are_refused(tmp_path, stc_file):

@@ -14,6 +14,7 @@ import re
 import numpy as np
 import pytest
 
+import stc.losses
 from stc import STC, MedSTC
 from stc.dictionary import initial_dictionary
 from stc.coding import CodingProblem, code_documents, initial_codes
@@ -206,3 +207,25 @@ def test_a_solver_that_breaks_its_contract_is_named(corpus, answer, message):
     with pytest.raises(ValueError, match=message):
         STC(n_topics=3, loss=WrongSolver(answer), max_iter=2, rho=1e-3, lambda_=1e-3,
             random_state=0).fit(corpus)
+
+
+@pytest.mark.parametrize("attribute, value, error, message", [
+    ("mean_domain", "abc", TypeError, r"mean_domain must be a pair of numbers \(lower, upper\), "
+                                      r"got 'abc'"),
+    ("mean_domain", (0.0,), TypeError, "mean_domain must be a pair of numbers"),
+    ("dictionary_method", "xyz", ValueError, r"dictionary_method must be one of \('mm', 'pg'\)"),
+    ("score_kind", "xyz", ValueError, r"score_kind must be one of \('loss', 'multinomial', "
+                                      r"'none'\), got 'xyz'"),
+    ("runs_in_kernel", True, TypeError, "sets runs_in_kernel, but only a CompiledLoss")])
+def test_a_losss_declarations_are_checked_at_registration(attribute, value, error, message):
+    # these failed later with unpacking errors, a Cython type error, or (score_kind) silently
+    broken = type("Declared", (WrongSolver,), {attribute: value, "__init__": PythonLoss.__init__})
+    with pytest.raises(error, match=rf"^loss Declared:? {message}"):
+        stc.losses.register("declared", broken)
+    assert "declared" not in stc.losses.registered_losses()
+
+
+def test_check_loss_refuses_data_with_nan():
+    # it said the loss "returns NaN at every sample point"
+    with pytest.raises(ValueError, match="^data holds NaN or infinite values"):
+        check_loss(WrongSolver("negative"), data=[np.nan, 1.0])

@@ -103,9 +103,7 @@ def check_loss(loss, data=None):
             raise TypeError(f"loss {name} has no {method}(y, mean) method")
     if isinstance(loss, CompiledLoss):
         _check_compiled_in_cython(loss, name)
-    lower, upper = loss.mean_domain
-    if not lower < upper:
-        raise ValueError(f"loss {name} has an empty mean_domain {loss.mean_domain}")
+    lower, upper = _check_declarations(loss, name)
     if data is None:
         if np.isfinite(lower) and np.isfinite(upper):
             ys = lower + (upper - lower) * np.array([0.25, 0.75, 1.0])
@@ -113,6 +111,8 @@ def check_loss(loss, data=None):
             ys = np.array([1.0, 2.0, 5.0])
     else:
         ys = np.unique(np.asarray(data, dtype=np.float64))[:16]
+        if not np.all(np.isfinite(ys)):
+            raise ValueError("data holds NaN or infinite values; give the data's finite values")
         if hasattr(loss, "check_data"):
             loss.check_data(ys)
     means = _sample_means(loss)
@@ -159,6 +159,33 @@ def check_loss(loss, data=None):
             raise ValueError(f"loss {name}: {label} disagrees with finite differences at y={y_grid[bad]}, "
                              f"mean={m_grid[bad]} ({analytic[bad]:.6g} vs {numeric[bad]:.6g})")
     return loss
+
+
+# What a loss may declare besides its methods (see PythonLoss and CompiledLoss).
+DICTIONARY_METHODS = ("mm", "pg")
+SCORE_KINDS = ("loss", "multinomial", "none")
+
+
+def _check_declarations(loss, name):
+    """The loss's ``mean_domain`` as (lower, upper), its other declarations checked."""
+    domain = loss.mean_domain
+    try:
+        lower, upper = (float(end) for end in domain)
+    except (TypeError, ValueError):
+        raise TypeError(f"loss {name}: mean_domain must be a pair of numbers (lower, upper), "
+                        f"got {domain!r}") from None
+    if not lower < upper:
+        raise ValueError(f"loss {name} has an empty mean_domain {domain}")
+    if loss.dictionary_method not in DICTIONARY_METHODS:
+        raise ValueError(f"loss {name}: dictionary_method must be one of {DICTIONARY_METHODS}, "
+                         f"got {loss.dictionary_method!r}")
+    if loss.score_kind not in SCORE_KINDS:
+        raise ValueError(f"loss {name}: score_kind must be one of {SCORE_KINDS}, got "
+                         f"{loss.score_kind!r}")
+    if loss.runs_in_kernel and not isinstance(loss, CompiledLoss):
+        raise TypeError(f"loss {name} sets runs_in_kernel, but only a CompiledLoss (a Cython "
+                        "cdef class) runs in the compiled kernel; a PythonLoss is coded in numpy")
+    return lower, upper
 
 
 def _check_compiled_in_cython(loss, name):

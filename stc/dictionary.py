@@ -69,7 +69,7 @@ def check_topics_fit_in_memory(n_topics, n_features):
     if needed > memory:
         raise ValueError(f"n_topics={n_topics} is too large: the topics alone ({n_topics} x "
                          f"{n_features} terms in float64, {needed / 2 ** 30:.3g} GiB) exceed "
-                         f"this machine's memory")
+                         f"this machine's memory (check the data's number of terms too)")
 
 
 def initial_dictionary(X, n_topics, random_state, docs_per_topic=5, corpus_share=0.2):
@@ -81,6 +81,7 @@ def initial_dictionary(X, n_topics, random_state, docs_per_topic=5, corpus_share
     Poisson loss at the start) while topics differ. Starting from identical
     uniform topics, as in the paper, the topics stay nearly identical.
     """
+    check_topics_fit_in_memory(n_topics, X.shape[1])  # before the (n_features,) sums
     corpus = np.asarray(X.sum(axis=0)).ravel()
     nonempty = np.flatnonzero(np.diff(X.indptr) > 0)
     draws = initial_dictionary_draws(nonempty, X.shape[1], n_topics, random_state,

@@ -274,10 +274,21 @@ def test_topics_larger_than_memory_are_refused_at_once(options):
     # drawing the topics one by one (10**9 kept a fit busy for minutes)
     with pytest.raises(ValueError, match=r"^n_topics=1000000000000 is too large: the topics "
                                          r"alone \(1000000000000 x 50 terms in float64, "
-                                         r"3\.73e\+05 GiB\) exceed this machine's memory$"):
+                                         r"3\.73e\+05 GiB\) exceed this machine's memory \(check "
+                                         r"the data's number of terms too\)$"):
         STC(n_topics=10 ** 12, **options).fit(counts())
     with pytest.raises(ValueError, match="^n_topics=1000000000000 is too large"):
         STC(n_topics=10 ** 12).partial_fit(counts())
+
+
+def test_data_too_wide_for_the_topics_is_refused_at_once():
+    # a typo'd index in an SVMlight file (2e9) made X 2e9 columns wide: the corpus's
+    # dense column sums ran for a minute before the topics were refused
+    wide = sp.csr_matrix((np.array([1.0, 1.0, 2.0]), np.array([1, 2 * 10 ** 9, 3]),
+                          np.array([0, 2, 3])), shape=(2, 2 * 10 ** 9 + 1))
+    with pytest.raises(ValueError, match=r"^n_topics=10000 is too large: the topics alone "
+                                         r"\(10000 x 2000000001 terms"):
+        STC(n_topics=10 ** 4, init="random").fit(wide)
 
 
 def test_labels_that_are_none_are_named():

@@ -17,8 +17,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from stc._persistence import register_estimator, save_model
 from stc._validation import (N_JOBS, RANDOM_STATE, InstanceOf, Interval, NoneValue, Options,
-                             check_fitted_topics, check_training_corpus, training_counts,
-                             validate_params, validated_counts, warn_dominant_count)
+                             check_fitted_topics, check_iterable, check_training_corpus,
+                             training_counts, validate_params, validated_counts,
+                             warn_dominant_count)
 from stc.coding import CodingProblem, code_known_terms
 from stc.completion import check_scorable, held_out_score, split_entries
 from stc.learners import LearningOptions, batch, dask_batch, dask_online, online
@@ -465,6 +466,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         loss = self._checked_loss()
         check_online_loss(loss)
         self._check_init_of_batch_learning()
+        check_iterable(batches, "count matrices")
         if iter(batches) is batches and self.n_passes > 1:
             raise TypeError(f"batches is a one-shot iterator but n_passes={self.n_passes}: "
                             "pass an iterable that can be iterated again (e.g. a list or a "
@@ -477,7 +479,9 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
         def validated_batches():
             nonlocal first
-            for given in batches:
+            for number, given in enumerate(batches, start=1):
+                if given is None:
+                    raise TypeError(f"batches must yield count matrices; batch {number} is None")
                 refuse_dask_array(given, "fit_stream")
                 counts = self._validate_X(given, reset=first, loss=loss)
                 if first:  # it has a document to learn from, or check_training_corpus says

@@ -229,6 +229,15 @@ def training_counts(estimator, X, loss, *, copy=True):
     return X, float(X.data.mean())
 
 
+def check_iterable(batches, what):
+    """Refuse ``batches`` that cannot be iterated (``what``: what it must yield)."""
+    try:
+        iter(batches)
+    except TypeError:
+        raise TypeError(f"batches must be an iterable of {what}, got "
+                        f"{type(batches).__name__}") from None
+
+
 def check_training_corpus(X, name="X"):
     """Refuse a corpus with nothing to learn from (every document empty)."""
     if X.nnz == 0:

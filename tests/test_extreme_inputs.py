@@ -314,3 +314,15 @@ def test_integers_beyond_float64_are_judged_by_value():
         STC(n_jobs=2 ** 70).fit(counts())
     with pytest.raises(ValueError, match=r"^STC: tol must be a real number in \[0, inf\], got 1"):
         STC(tol=10 ** 400).fit(counts())
+
+
+def test_streams_that_are_not_streams_are_named():
+    # they failed with "'NoneType' object is not iterable" or sklearn's "Expected 2D array"
+    with pytest.raises(TypeError, match="^batches must be an iterable of count matrices, got "
+                                        "NoneType$"):
+        STC().fit_stream(None)
+    with pytest.raises(TypeError, match="^batches must yield count matrices; batch 2 is None$"):
+        STC(n_topics=2, n_passes=1).fit_stream([counts(), None])
+    with pytest.raises(TypeError, match=r"^batches must be an iterable of \(X_batch, y_batch\) "
+                                        "pairs, got NoneType$"):
+        MedSTC().fit_stream(None, classes=[0, 1])

@@ -49,8 +49,8 @@ from sklearn.utils.validation import check_is_fitted
 from stc._core._dense import row_products
 from stc._persistence import register_estimator
 from stc._stc import STC
-from stc._validation import (Interval, NoneValue, Options, check_fitted_finite, check_labels,
-                             check_training_corpus)
+from stc._validation import (Interval, NoneValue, Options, check_fitted_finite, check_iterable,
+                             check_labels, check_training_corpus)
 from stc.learners import online
 from stc.learners.partitions import is_dask_array, refuse_dask_array
 from stc.stochastic_dictionary import check_online_loss
@@ -438,6 +438,7 @@ class MedSTC(ClassifierMixin, STC):
         check_online_loss(loss)
         self._check_init_of_batch_learning()
         classes = self._check_classes(classes, True)
+        check_iterable(batches, "(X_batch, y_batch) pairs")
         if iter(batches) is batches and self.n_passes > 1:
             raise TypeError(f"batches is a one-shot iterator but n_passes={self.n_passes}: "
                             "pass an iterable that can be iterated again (e.g. a list) or set "

@@ -299,18 +299,6 @@ def check_input_values(X, name="X"):
                                  "finite and non-negative")
 
 
-def check_labels(y, name="y"):
-    """Refuse labels that are None or NaN (missing labels, not a class)."""
-    labels = np.asarray(y, dtype=object).ravel()
-    for what, missing in (("None", lambda label: label is None),
-                          ("NaN", lambda label: isinstance(label, (float, np.floating))
-                           and label != label)):
-        count = sum(map(missing, labels))
-        if count:
-            raise ValueError(f"{name} contains {what} ({count} of {labels.size} labels): a "
-                             "missing label is not a class, and every document needs one")
-
-
 def warn_dominant_count(values, name="X"):
     """Warn when one entry holds more than half of the counts: it sets w_bar (relative rho)."""
     total = float(values.sum())

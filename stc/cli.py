@@ -51,8 +51,9 @@ class _Parser(argparse.ArgumentParser):
 # Argument types: they refuse bad values with a message naming the option
 # ---------------------------------------------------------------------------
 
-def _number(kind, low=None, low_inclusive=True, allow_none=False, words=()):
-    """A parser of numbers of ``kind`` >= ``low`` (or > low); also "none" and the ``words``."""
+def _number(kind, low=None, low_inclusive=True, allow_none=False, words=(), high=None):
+    """A parser of numbers of ``kind`` >= ``low`` (or > low) and <= ``high``; also "none" and
+    the ``words``."""
     def parse(text):
         if allow_none and text.lower() == "none":
             return None
@@ -68,8 +69,20 @@ def _number(kind, low=None, low_inclusive=True, allow_none=False, words=()):
         if low is not None and (value < low or (value == low and not low_inclusive)):
             raise argparse.ArgumentTypeError(
                 f"must be {'>=' if low_inclusive else '>'} {low}, got {text!r}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"must be <= {high}, got {text!r}")
         return value
     return parse
+
+
+def _regular_expression(text):
+    import re
+
+    try:
+        re.compile(text)
+    except re.error as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a regular expression: {exc}") from None
+    return text
 
 
 def _document_frequency(text):
@@ -201,7 +214,8 @@ def _add_data_options(parser, for_fit):
                            "them (default: 1.0, no limit)")
     text.add_argument("--no-lowercase", dest="lowercase", action="store_false",
                       help="keep upper case apart (default: off, text is lower-cased)")
-    text.add_argument("--token-pattern", default=TOKEN_PATTERN, metavar="REGEX",
+    text.add_argument("--token-pattern", type=_regular_expression, default=TOKEN_PATTERN,
+                      metavar="REGEX",
                       help="regular expression of a word "
                            f"(default: {TOKEN_PATTERN.replace('%', '%%')}, words of two or more "
                            "characters, inner apostrophes kept)")
@@ -257,7 +271,7 @@ def _add_model_options(parser):
                             "for batch learning only, a truncated SVD of the counts (nndsvd); "
                             "auto: nndsvd for batch learning from 50 topics on, else random "
                             f"({_default('init')})")
-    model.add_argument("--random-state", type=_number(int, 0), metavar="SEED",
+    model.add_argument("--random-state", type=_number(int, 0, high=2 ** 32 - 1), metavar="SEED",
                        help="seed of the initial topics; give one for a repeatable fit "
                             f"({_default('random_state')}, a fresh seed each run)")
     _add_online_options(parser)
@@ -283,7 +297,7 @@ def _add_online_options(parser):
     online.add_argument("--learning-offset", type=_number(float, 0), metavar="X",
                         help="tau0 of that weight: a larger one weighs the first batches less "
                              f"({_default('learning_offset')})")
-    online.add_argument("--topic-averaging", type=_number(float, 0), metavar="X",
+    online.add_argument("--topic-averaging", type=_number(float, 0, high=1), metavar="X",
                         help="share of the last pass whose topics are averaged, in [0, 1] "
                              f"({_default('topic_averaging')})")
 

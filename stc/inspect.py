@@ -34,6 +34,8 @@ from numbers import Integral
 
 import numpy as np
 
+from stc._labels import check_labels
+
 __all__ = [
     "average_document_codes",
     "average_word_codes",
@@ -251,6 +253,7 @@ def average_document_codes(model, X, y):
     y = np.asarray(y)
     if y.shape != (X.shape[0],):
         raise ValueError(f"y must have one label per document ({X.shape[0]}), got shape {y.shape}")
+    check_labels(y)
     theta = model.transform(X)
     classes, label_index = np.unique(y, return_inverse=True)
     sums = np.zeros((classes.size, theta.shape[1]))

@@ -655,6 +655,11 @@ def read_text_folder(path, vocabulary=None, *, stop_words="builtin", min_df=1, m
                          f"{decode_error!r}")
     vocabulary = _as_vocabulary(vocabulary)
     stop_list = resolve_stop_words(stop_words)
+    try:  # before the files are read: a typo here should not wait for them
+        re.compile(token_pattern)
+    except (re.error, TypeError) as exc:
+        raise ValueError(f"token_pattern {token_pattern!r} is not a regular expression: "
+                         f"{exc}") from None
     filenames, target, target_names = _list_text_folder(path)
     texts = [_read_text(f, encoding, decode_error) for f in filenames]
     if vocabulary is None:

@@ -387,6 +387,19 @@ def test_an_output_that_would_replace_an_input_is_refused(tmp_path, stc_model, s
     assert (data.read_bytes(), model.read_bytes()) == before
 
 
+@pytest.mark.parametrize("option, value, message", [
+    ("--token-pattern", "(", "'(' is not a regular expression: missing )"),
+    ("--random-state", "99999999999", "must be <= 4294967295"),
+    ("--topic-averaging", "2", "must be <= 1")])
+def test_bad_option_values_are_named_by_the_option(tmp_path, svmlight_dir, option, value,
+                                                     message, capsys):
+    # they reached the estimator or scikit-learn, whose messages named Python's parameters
+    status, _, err = run(["fit", svmlight_dir / "train.svm", "-o", tmp_path / "m", option, value],
+                         capsys)
+    assert status == EXIT_USAGE
+    assert f"argument {option}: {message}" in err
+
+
 def test_nan_counts_in_a_file_are_named(tmp_path, stc_model, capsys):
     # the summary line's int(X.sum()) failed first: "cannot convert float NaN to integer"
     (tmp_path / "nan.svm").write_text("0 1:nan 2:4\n1 3:2\n")

@@ -62,6 +62,8 @@ def test_bad_arguments_are_refused(model, corpus):
         stc_inspect.coherence(model, X, top_n=1)
     with pytest.raises(ValueError, match="one label per document"):
         stc_inspect.average_document_codes(model, X, y[:-1])
+    with pytest.raises(ValueError, match=r"^y contains None \(1 of"):  # was a sorting TypeError
+        stc_inspect.average_document_codes(model, X, [None] + list(y[1:]))
     with pytest.raises(ValueError, match="non-negative"):
         stc_inspect.code_sparsity(model, -X)
 

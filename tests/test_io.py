@@ -251,3 +251,10 @@ def test_matrix_with_its_own_vocabulary_is_aligned_to_the_model(tmp_path, newsgr
         stc.io.load_corpus(bare_dir / "narrow.svm", model=small)
     with pytest.raises(ValueError, match="no vocabulary"):
         stc.io.load_corpus(write_text_folder(tmp_path / "texts"), model=small)
+
+
+def test_a_token_pattern_that_is_no_regular_expression_is_named(tmp_path):
+    # it failed in CountVectorizer after every file was read, with re's bare message
+    with pytest.raises(ValueError, match=r"^token_pattern '\(' is not a regular expression: "
+                                         "missing \\)"):
+        stc.io.read_text_folder(tmp_path, token_pattern="(")

@@ -47,10 +47,11 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from stc._core._dense import row_products
+from stc._labels import check_labels
 from stc._persistence import register_estimator
 from stc._stc import STC
 from stc._validation import (Interval, NoneValue, Options, check_fitted_finite, check_iterable,
-                             check_labels, check_training_corpus)
+                             check_training_corpus)
 from stc.learners import online
 from stc.learners.partitions import is_dask_array, refuse_dask_array
 from stc.stochastic_dictionary import check_online_loss

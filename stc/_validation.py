@@ -287,6 +287,10 @@ def check_input_values(X, name="X"):
     values = getattr(X, "data", None) if sp.issparse(X) else X
     if not isinstance(values, np.ndarray):
         return  # lists, DOK matrices etc.: left to check_array
+    if values.dtype.kind in "USV":
+        raise TypeError(f"{name} must hold counts (numbers), got an array of "
+                        f"{'bytes' if values.dtype.kind == 'S' else 'strings'} ({values.dtype}); "
+                        "count words into a matrix first, e.g. with stc.io.read_text_folder")
     if np.iscomplexobj(values):
         raise ValueError(f"Complex data not supported: {name} has complex dtype {values.dtype}; "
                          "counts must be real")  # the first words: scikit-learn's API

@@ -97,8 +97,11 @@ def _as_vocabulary(vocabulary, where="vocabulary"):
         return None
     if isinstance(vocabulary, (str, os.PathLike)):
         return read_vocabulary(vocabulary)
-    terms = np.asarray(list(vocabulary), dtype=object)
-    if terms.ndim != 1 or not all(isinstance(t, str) for t in terms):
+    try:
+        terms = np.asarray(list(vocabulary), dtype=object)
+    except TypeError:  # not iterable
+        terms = None
+    if terms is None or terms.ndim != 1 or not all(isinstance(t, str) for t in terms):
         raise TypeError(f"{where} must be a file path or a sequence of str")
     _check_unique_terms(terms, where)
     return terms
@@ -737,6 +740,9 @@ def load_corpus(path, *, format="auto", vocabulary=None, labels=None, zero_based
     **text_options
         Keyword arguments of `read_text_folder` (ignored for matrices).
     """
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"path must be a file or folder path (str or os.PathLike), got "
+                        f"{type(path).__name__}")
     path = os.fspath(path)
     if format == "auto":
         format = detect_format(path)

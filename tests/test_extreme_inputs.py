@@ -326,3 +326,10 @@ def test_streams_that_are_not_streams_are_named():
     with pytest.raises(TypeError, match=r"^batches must be an iterable of \(X_batch, y_batch\) "
                                         "pairs, got NoneType$"):
         MedSTC().fit_stream(None, classes=[0, 1])
+
+
+def test_text_given_as_x_is_named():
+    # it failed with numpy's "could not convert string to float: np.str_('a')"
+    with pytest.raises(TypeError, match=r"^X must hold counts \(numbers\), got an array of "
+                                        r"strings \(<U1\)"):
+        STC().fit(np.array([["a", "b"], ["c", "d"]]))

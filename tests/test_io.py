@@ -258,3 +258,11 @@ def test_a_token_pattern_that_is_no_regular_expression_is_named(tmp_path):
     with pytest.raises(ValueError, match=r"^token_pattern '\(' is not a regular expression: "
                                          "missing \\)"):
         stc.io.read_text_folder(tmp_path, token_pattern="(")
+
+
+def test_a_path_or_vocabulary_of_the_wrong_type_is_named(tmp_path):
+    with pytest.raises(TypeError, match="^path must be a file or folder path .* got NoneType$"):
+        stc.io.load_corpus(None)
+    (tmp_path / "a.svm").write_text("0 1:2\n")
+    with pytest.raises(TypeError, match="^vocabulary must be a file path or a sequence of str$"):
+        stc.io.load_corpus(tmp_path / "a.svm", vocabulary=3)  # was "'int' object is not iterable"

@@ -361,7 +361,51 @@ def read_model_file(path):
     if _checksum(metadata, arrays) != expected.get("value"):
         raise ModelFileError(f"{path} fails its checksum: its content was changed or damaged "
                              "after it was written; it cannot be loaded")
+    _check_contents(path, metadata, arrays)
     return metadata, arrays
+
+
+# The types of the metadata's fields; None allowed where a model may have nothing to say.
+METADATA_FIELDS = {"estimator": (str,), "parameters": (dict,), "attributes": (dict,),
+                   "array_notes": (dict,), "vocabulary": (list, type(None)),
+                   "classes": (dict, type(None)), "text_options": (dict, type(None))}
+
+
+def _check_contents(path, metadata, arrays):
+    """Refuse a file whose checksum holds but whose content no stc wrote (edited by hand).
+
+    The metadata's fields must have their types; the topics must be a 2-D
+    float array of finite, non-negative weights with a column per term
+    (``n_features_in_``, the vocabulary if any); a classifier must have a
+    row per class and a column per topic.
+    """
+    def invalid(detail):
+        return ModelFileError(f"{path} is not a valid stc model file ({detail}); it cannot be "
+                              "loaded")
+
+    for field, types in METADATA_FIELDS.items():
+        if not isinstance(metadata.get(field), types):
+            raise invalid(f"its metadata field {field!r} is a "
+                          f"{type(metadata.get(field)).__name__}")
+    topics = arrays.get("components_")
+    if topics is None or topics.ndim != 2 or topics.dtype.kind != "f":
+        shape = None if topics is None else (topics.shape, topics.dtype.str)
+        raise invalid(f"components_ must be a 2-D float array, got {shape}")
+    if not (np.all(np.isfinite(topics)) and np.all(topics >= 0)):
+        raise invalid("components_ holds negative, NaN or infinite weights")
+    n_topics, n_terms = topics.shape
+    vocabulary = metadata["vocabulary"]
+    for what, count in (("its vocabulary", n_terms if vocabulary is None else len(vocabulary)),
+                        ("n_features_in_", metadata["attributes"].get("n_features_in_", n_terms))):
+        if count != n_terms:
+            raise invalid(f"{what} gives {count!r} terms for {n_terms} topic columns")
+    classes = (metadata["classes"] or {}).get("values")
+    for name in ("coef_", "joint_coef_"):
+        if name in arrays and (not isinstance(classes, list)
+                               or arrays[name].shape != (len(classes), n_topics)):
+            raise invalid(f"{name} has shape {arrays[name].shape} for "
+                          f"{len(classes) if isinstance(classes, list) else 'no'} classes and "
+                          f"{n_topics} topics")
 
 
 def _npy_dtype(handle):

@@ -226,6 +226,56 @@ def test_a_changed_array_fails_the_checksum(tmp_path, stc_file):
         stc.load(edited)
 
 
+def _edited_with_its_checksum(source, target, edit_metadata=None, edit_array=None):
+    """``source`` with its metadata or arrays edited and the checksum made anew (by hand)."""
+    from stc._persistence import _checksum, read_model_file
+
+    metadata, arrays = read_model_file(source)
+    if edit_array is not None:
+        edit_array(arrays)
+        for name, array in arrays.items():
+            metadata["arrays"][name] = {"dtype": array.dtype.str, "shape": list(array.shape)}
+    if edit_metadata is not None:
+        edit_metadata(metadata)
+    metadata["checksum"]["value"] = _checksum(metadata, arrays)
+
+    def member(name, data):
+        buffer = io.BytesIO()
+        np.lib.format.write_array(buffer, arrays[name[:-len(".npy")]])
+        return buffer.getvalue()
+
+    return _rewrite(source, target, change_metadata=lambda m: (m.clear(), m.update(metadata)),
+                    change_member=member)
+
+
+@pytest.mark.parametrize("edit_metadata, edit_array, message", [
+    (lambda m: m.update(parameters=[]), None, "its metadata field 'parameters' is a list"),
+    (None, lambda a: a.update(components_=a["components_"][0]),
+     r"components_ must be a 2-D float array, got \(\(\d+,\), '<f8'\)"),
+    (None, lambda a: a.update(components_=-a["components_"]),
+     "components_ holds negative, NaN or infinite weights"),
+    (lambda m: m["attributes"].update(n_features_in_=10), None,
+     r"n_features_in_ gives 10 terms for \d+ topic columns")])
+def test_a_file_edited_by_hand_with_its_checksum_is_refused(tmp_path, stc_file, edit_metadata,
+                                                            edit_array, message):
+    # such files failed later: "'list' object has no attribute 'get'", "tuple index out of
+    # range" in stc info and stc topics, NaN or negative topic weights printed
+    edited = _edited_with_its_checksum(stc_file, tmp_path / "edited.stc", edit_metadata,
+                                       edit_array)
+    with pytest.raises(ModelFileError, match=f"edited.stc is not a valid stc model file "
+                                             f"\\({message}\\); it cannot be loaded"):
+        stc.load(edited)
+
+
+def test_a_classifier_of_the_wrong_shape_is_refused(tmp_path, fitted_medstc):
+    fitted_medstc.save(tmp_path / "medstc.stc")
+    edited = _edited_with_its_checksum(tmp_path / "medstc.stc", tmp_path / "edited.stc",
+                                       edit_array=lambda a: a.update(coef_=a["coef_"][:, :2]))
+    with pytest.raises(ModelFileError, match=r"coef_ has shape \(\d+, 2\) for \d+ classes "
+                                             r"and \d+ topics"):
+        stc.load(edited)
+
+
 def _file_from_before(model, tmp_path, parameter):
     """``model`` saved, then rewritten as a file from before ``parameter`` existed: the
     parameter dropped from the metadata, the checksum made anew. Returns its path."""

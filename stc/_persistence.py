@@ -185,15 +185,20 @@ def _parameters(model):
     return {name: _json_value(value, f"parameter {name}") for name, value in params.items()}
 
 
+def _as_path(path):
+    """``path`` (str, bytes or os.PathLike) as a str; a TypeError naming it otherwise."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"path must be a file path (str or os.PathLike), got "
+                        f"{type(path).__name__}")
+    return os.fsdecode(os.fspath(path))
+
+
 def _checked_output_path(path):
     """``path`` as a str, refused unless a file can be written there (errors name ``path``).
 
     Without this the errors would name the temporary file written first.
     """
-    if not isinstance(path, (str, bytes, os.PathLike)):
-        raise TypeError(f"path must be a file path (str or os.PathLike), got "
-                        f"{type(path).__name__}")
-    path = os.fsdecode(os.fspath(path))
+    path = _as_path(path)
     if os.path.isdir(path):
         raise IsADirectoryError(f"cannot save the model to {path}: it is a folder")
     folder = os.path.dirname(os.path.abspath(path))
@@ -306,10 +311,7 @@ def read_model_file(path):
     file, is truncated or corrupted, has another format version, or fails
     its checksum; FileNotFoundError when it does not exist.
     """
-    if not isinstance(path, (str, bytes, os.PathLike)):
-        raise TypeError(f"path must be a file path (str or os.PathLike), got "
-                        f"{type(path).__name__}")
-    path = os.fsdecode(os.fspath(path))
+    path = _as_path(path)
     if os.path.isdir(path):
         raise IsADirectoryError(f"{path} is a folder, not a model file")
     if not os.path.isfile(path):

@@ -316,7 +316,7 @@ cdef int update_topic_block(CompiledLoss loss, Document* doc, Py_ssize_t k, doub
     cdef double* s_k = doc.s + k * n_words
     cdef double* means = doc.m
     cdef double linear_k = doc.linear[k] if doc.linear != NULL else 0.0
-    cdef double t = doc.theta[k], t_new, slope, curvature, start_slope = 0.0
+    cdef double t = doc.theta[k], t_new, slope = 0.0, curvature, start_slope = 0.0
     cdef double low = 0.0, high = INFINITY, pen_slope, pen_curv
     cdef double safe_t = t
     cdef int step
@@ -780,8 +780,9 @@ cdef tuple code_corpus(CompiledLoss loss, CodingParams params, X, const double[:
     cdef size_t work_size = ((2 * n_topics * max(longest, 1)
                               + max(STORE_SCRATCH(longest, n_topics), longest + n_topics))
                              * sizeof(double))
-    cdef double* work
-    cdef DocumentResult* result
+    # NULL until each thread allocates its own (and no compiler warning of an unset copy)
+    cdef double* work = NULL
+    cdef DocumentResult* result = NULL
     cdef int[::1] failed = np.zeros(2, dtype=np.intc)  # work space, sparse codes
     with nogil, parallel(num_threads=n_threads):
         # Per-thread buffers (assigned inside the parallel block: thread-private).
@@ -945,7 +946,7 @@ def segment_objectives(CompiledLoss loss, CodingParams params, X, const double[:
     cdef double t
     longest = int(np.max(np.diff(indptr))) if indptr.shape[0] > 1 else 0
     cdef size_t work_size = ((2 * n_topics + 1) * max(longest, 1) + n_topics) * sizeof(double)
-    cdef double* work
+    cdef double* work = NULL  # each thread allocates its own
     cdef double* s
     cdef double* b
     cdef double* m

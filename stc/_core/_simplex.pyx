@@ -103,7 +103,7 @@ def project_rows_onto_simplex(V, double radius=1.0, n_jobs=None):
     cdef double[:, ::1] rows = out
     cdef Py_ssize_t n_rows = rows.shape[0], n = rows.shape[1], r
     cdef int n_threads = resolve_n_jobs(n_jobs)
-    cdef double* active
+    cdef double* active = NULL
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     with nogil, parallel(num_threads=n_threads):
         active = <double*> malloc(2 * n * sizeof(double))
@@ -394,7 +394,7 @@ def mm_exact_rows(const double[:, ::1] beta, const double[:, ::1] responsibiliti
                          f"({n_topics}, {n}), not beta itself")
     cdef double[:, ::1] out_v = out
     cdef int n_threads = resolve_n_jobs(n_jobs)
-    cdef double* packed
+    cdef double* packed = NULL
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     with nogil, parallel(num_threads=n_threads):
         packed = <double*> malloc(3 * (n if n > 0 else 1) * sizeof(double))
@@ -555,7 +555,7 @@ def mm_minimiser_rows(const double[:, ::1] beta, const double[:, ::1] responsibi
         raise ValueError("out must be a C-contiguous float64 array of beta's shape "
                          f"({n_topics}, {n})")
     cdef double[:, ::1] out_v = out
-    cdef double* packed
+    cdef double* packed = NULL
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     with nogil, parallel(num_threads=n_threads):
         packed = <double*> malloc(2 * (n if n > 0 else 1) * sizeof(double))
@@ -694,7 +694,7 @@ def online_block_solve(double[:, ::1] beta, double[:, ::1] responsibilities,
     cdef Py_ssize_t size = n_terms + 1
     cdef double weight = block.rho / block.n_docs
     cdef int n_threads = resolve_n_jobs(n_jobs)
-    cdef double* work
+    cdef double* work = NULL
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     with nogil, parallel(num_threads=n_threads):
         # a, c, beta, the minimiser's output, and its two packed scratch rows

@@ -266,8 +266,8 @@ def mm_step_statistics(CompiledLoss loss, const int[::1] col_ptr, const int[::1]
     n_blocks = (n_features + TERM_BLOCK - 1) // TERM_BLOCK
     term_losses = np.zeros(n_features, dtype=np.float64)
     cdef double[::1] term_v = term_losses
-    cdef double* weights  # the block's columns of beta, term by term: (TERM_BLOCK, K)
-    cdef double* sums     # the block's ratio sums, term by term
+    cdef double* weights = NULL  # the block's columns of beta, term by term: (TERM_BLOCK, K)
+    cdef double* sums = NULL  # the block's ratio sums, term by term
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     with nogil, parallel(num_threads=n_threads):
         weights = <double*> malloc(2 * TERM_BLOCK * (n_topics if n_topics > 0 else 1)
@@ -327,8 +327,8 @@ def mm_first_statistics(const int[::1] col_ptr, const int[::1] col_entries,
     cdef int n_threads = resolve_n_jobs(n_jobs)
     cdef Py_ssize_t n_entries = col_entries.shape[0], block, n_blocks, first, count, t
     n_blocks = (n_features + TERM_BLOCK - 1) // TERM_BLOCK
-    cdef double* weighted  # the block's weighted sums, term by term: (TERM_BLOCK, K)
-    cdef double* plain     # and its plain sums
+    cdef double* weighted = NULL  # the block's weighted sums, term by term: (TERM_BLOCK, K)
+    cdef double* plain = NULL  # and its plain sums
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     with nogil, parallel(num_threads=n_threads):
         weighted = <double*> malloc(2 * TERM_BLOCK * (n_topics if n_topics > 0 else 1)

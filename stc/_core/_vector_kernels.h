@@ -385,13 +385,13 @@ STC_VECTOR_LEVEL(baseline, , 2, stc_v2d, stc_v2i, STC_SQRT_NEON, STC_BITS_NEON)
 
 /* ---- dispatch -------------------------------------------------------------------------- */
 
-static const char* stc_level_name(int level) {
+static inline const char* stc_level_name(int level) {
     static const char* const names[] = {"scalar", "baseline", "avx2", "avx512"};
     return level >= 0 && level < 4 ? names[level] : "";
 }
 
 /* Whether this build holds the level's code. */
-static int stc_level_compiled(int level) {
+static inline int stc_level_compiled(int level) {
     if (level == STC_LEVEL_SCALAR) return 1;
 #if defined(STC_HAVE_VECTORS)
     if (level == STC_LEVEL_BASELINE) return 1;
@@ -403,7 +403,7 @@ static int stc_level_compiled(int level) {
 }
 
 /* Whether this CPU (and its operating system) runs the level's code. */
-static int stc_level_supported(int level) {
+static inline int stc_level_supported(int level) {
     if (!stc_level_compiled(level)) return 0;
 #if defined(STC_HAVE_VECTORS) && defined(__x86_64__)
     __builtin_cpu_init();
@@ -413,7 +413,7 @@ static int stc_level_supported(int level) {
     return 1;
 }
 
-static stc_kernel_table stc_kernel_table_of(int level) {
+static inline stc_kernel_table stc_kernel_table_of(int level) {
     stc_kernel_table table = {STC_LEVEL_SCALAR, stc_closed_form_scalar, stc_closed_form_scalar,
                               stc_coupling_scalar, stc_remove_topic_scalar,
                               stc_add_topic_scalar, stc_all_zero_scalar,

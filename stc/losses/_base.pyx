@@ -66,7 +66,8 @@ cdef bint bracket_minimiser(CompiledLoss loss, double y, double b, double mean_r
     ``bracket``: h' < 0 at left (or left = 0) and h' > 0 at right.
     """
     cdef double lower = loss.mean_lower, upper = loss.mean_upper
-    cdef double left, right, g, step
+    cdef double left, right, step
+    cdef double g = NAN  # set before every read (the doubling loop runs at least once)
     cdef int i
     if b <= 0.0:
         answer[0] = -lin / (2.0 * quad)

@@ -21,6 +21,7 @@ import hashlib
 import io
 import json
 import os
+import pickle
 import re
 import struct
 import warnings
@@ -167,10 +168,36 @@ def _loss_name(loss):
         return loss
     for name, cls in sorted(_REGISTRY.items()):
         if type(loss) is cls:
+            if not _has_default_settings(loss, cls):
+                raise ValueError(
+                    f"cannot save: the loss instance {loss!r} has settings other than a new "
+                    f"{cls.__name__}()'s, and a model file names its loss ({name!r}), not its "
+                    f"settings, so a loaded model would code with the defaults; register a "
+                    "subclass whose defaults are these settings and fit with loss=its name")
             return name
     raise ValueError(f"cannot save: the loss is an instance of {type(loss).__name__}, which is "
                      "not registered; register it with stc.losses.register(name, cls) and fit "
                      "with loss=name so the model file can name it")
+
+
+def _has_default_settings(loss, cls):
+    """Whether ``loss`` holds what ``cls()`` holds: the loss a file naming ``cls`` loads.
+
+    Compared by the Python attributes and, for a compiled loss's C-level ones, by
+    the pickled state (only to compare: model files hold no pickle).
+    """
+    default = cls()
+    try:
+        if vars(loss) != vars(default):
+            return False
+    except TypeError:  # a cdef class without a __dict__
+        pass
+    except ValueError:  # attributes that are arrays: compared by the pickled state below
+        pass
+    try:
+        return pickle.dumps(loss) == pickle.dumps(default)
+    except (TypeError, pickle.PicklingError, AttributeError):
+        return hasattr(loss, "__dict__")  # unpicklable: its Python attributes matched
 
 
 def _parameters(model):

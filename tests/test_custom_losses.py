@@ -292,6 +292,27 @@ def test_compiled_loss_parameter_survives_copies(compiled_module):
     np.testing.assert_allclose(loss.loss(0.0, 100.0), 2.5 ** 2 * (np.sqrt(1 + 40.0 ** 2) - 1))
 
 
+@needs_compiler
+@brief_fit
+def test_a_loss_instance_with_other_settings_is_not_saved_as_its_defaults(
+        compiled_module, python_loss, small_corpus, tmp_path):
+    # a model file names the loss: saved with delta=0.05, it loaded with delta=1.0 and
+    # coded differently, silently
+    X = small_corpus[0][::2]
+    stc.losses.register("pseudo_huber_compiled", compiled_module.PseudoHuberLoss)
+    for kind, loss in (("python", python_loss.PseudoHuberLoss(delta=3.0)),
+                       ("compiled", compiled_module.PseudoHuberLoss(delta=3.0))):
+        path = tmp_path / f"{kind}.stc"
+        model = stc.STC(n_topics=3, loss=loss, max_iter=2, random_state=0, **HUBER_PARAMS).fit(X)
+        with pytest.raises(ValueError, match=r"^cannot save: the loss instance .* has settings "
+                                             r"other than a new PseudoHuberLoss\(\)'s"):
+            model.save(path)
+        assert not path.exists()
+        model.set_params(loss=type(loss)())  # the defaults: what a file naming it loads
+        model.save(path)
+        np.testing.assert_array_equal(stc.load(path).transform(X), model.transform(X))
+
+
 @pytest.fixture(scope="module")
 def compiled_example_run(compiled_module):
     """use_compiled_loss.main(60) run from the build directory: (model, stdout)."""

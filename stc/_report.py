@@ -305,7 +305,12 @@ def _classes_section(model, X, y, class_names):
              _figure_to_img(plotting.plot_class_codes(model, X, y, class_names),
                             "average document code per class")]
     if hasattr(model, "predict") and hasattr(model, "classes_"):
-        parts.append(_figure_to_img(plotting.plot_confusion_matrix(model, X, y, class_names),
+        names = None
+        if class_names is not None:  # named for y's labels; the matrix wants the model's
+            by_label = dict(zip(np.unique(y).tolist(), class_names))
+            names = [by_label.get(label, str(label))
+                     for label in np.asarray(model.classes_).tolist()]
+        parts.append(_figure_to_img(plotting.plot_confusion_matrix(model, X, y, names),
                                     "confusion matrix"))
     parts.append("</section>")
     return "".join(parts)

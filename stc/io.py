@@ -218,6 +218,13 @@ def _check_width(X, vocabulary, path):
                          f"{vocabulary.size} terms{hint}")
 
 
+def _check_zero_based(zero_based):
+    """Refuse anything but True or False (scikit-learn's "auto" guesses per batch read)."""
+    if not isinstance(zero_based, (bool, np.bool_)):
+        raise TypeError(f"zero_based must be True or False (whether the first term has index "
+                        f"0), got {zero_based!r}")
+
+
 def read_svmlight(path, vocabulary=None, *, zero_based=True):
     """Read an SVMlight/LibSVM file of word counts (``label index:count ...`` a document).
 
@@ -233,6 +240,7 @@ def read_svmlight(path, vocabulary=None, *, zero_based=True):
         scikit-learn write them) or 1 (LibSVM's convention).
     """
     path = os.fspath(path)
+    _check_zero_based(zero_based)
     vocabulary = _as_vocabulary(vocabulary)
     n_features = None if vocabulary is None else vocabulary.size
     try:
@@ -343,6 +351,7 @@ def iter_svmlight_batches(path, batch_size=1000, vocabulary=None, *, n_features=
     """
     path = os.fspath(path)
     _check_batch_size(batch_size)
+    _check_zero_based(zero_based)
     if not isinstance(labels, (bool, np.bool_)):
         raise TypeError(f"labels must be True or False for an SVMlight file (its labels are in "
                         f"the file), got {type(labels).__name__}")

@@ -172,7 +172,9 @@ def plot_confusion_matrix(model, X, y, class_names=None, ax=None):
     """Confusion matrix of ``model.predict(X)`` against the true labels ``y``.
 
     Rows are true classes, columns predicted ones; each cell shows its count.
-    The title gives the accuracy.
+    Labels of ``y`` that are not among the model's classes get rows of their
+    own after them (named by the label: the model never predicts them). The
+    title gives the accuracy over all documents, ``model.score(X, y)``.
 
     Returns
     -------
@@ -185,11 +187,14 @@ def plot_confusion_matrix(model, X, y, class_names=None, ax=None):
     classes = getattr(model, "classes_", None)
     if classes is None:
         classes = np.unique(np.concatenate([y, predicted]))
-    matrix = confusion_matrix(y, predicted, labels=classes)
     labels = [str(c) for c in (classes if class_names is None else class_names)]
     if len(labels) != len(classes):
         raise ValueError(f"class_names must have one name per class ({len(classes)}), "
                          f"got {len(labels)}")
+    known = set(np.asarray(classes).tolist())
+    unseen = [label for label in np.unique(y).tolist() if label not in known]
+    matrix = confusion_matrix(y, predicted, labels=[*np.asarray(classes).tolist(), *unseen])
+    labels += [str(label) for label in unseen]
     size = max(3.5, 0.45 * len(labels) + 2.5)
     ax = _new_axes(ax, figsize=(size + 0.8, size))
     image = ax.imshow(matrix, cmap=HEAT_MAP, vmin=0, interpolation="nearest")

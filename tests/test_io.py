@@ -266,3 +266,15 @@ def test_a_path_or_vocabulary_of_the_wrong_type_is_named(tmp_path):
     (tmp_path / "a.svm").write_text("0 1:2\n")
     with pytest.raises(TypeError, match="^vocabulary must be a file path or a sequence of str$"):
         stc.io.load_corpus(tmp_path / "a.svm", vocabulary=3)  # was "'int' object is not iterable"
+
+
+def test_zero_based_must_be_true_or_false(tmp_path):
+    # "auto" let scikit-learn guess per batch: a batch without index 0 was read one-based,
+    # its columns shifted by one, silently
+    (tmp_path / "docs.svm").write_text("0 0:1 2:3\n1 2:3\n")
+    for call in (lambda: stc.io.read_svmlight(tmp_path / "docs.svm", zero_based="auto"),
+                 lambda: stc.io.iter_svmlight_batches(tmp_path / "docs.svm", 1,
+                                                       zero_based="auto"),
+                 lambda: stc.io.read_svmlight(tmp_path / "docs.svm", zero_based=1)):
+        with pytest.raises(TypeError, match=r"^zero_based must be True or False"):
+            call()

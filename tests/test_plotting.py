@@ -103,6 +103,21 @@ def test_confusion_matrix_counts_predictions(plotting, data):
     assert ax.get_title() == f"Confusion matrix (accuracy {accuracy:.3f})"
 
 
+def test_confusion_matrix_of_labels_the_model_never_saw(plotting, data):
+    # they were dropped, and the title's accuracy counted only the other documents
+    X, y, X_test, y_test, train = data
+    seen = y < 2  # the model knows classes 0 and 1; the test documents hold 0, 1 and 2
+    classifier = MedSTC(n_topics=5, max_iter=3, random_state=0).fit(X[seen], y[seen])
+    figure = plotting.plot_confusion_matrix(classifier, X_test, y_test, train.target_names[:2])
+    ax = figure.axes[0]
+    labels = np.unique(y_test)
+    assert labels.tolist() == [0, 1, 2]
+    expected = confusion_matrix(y_test, classifier.predict(X_test), labels=labels)
+    np.testing.assert_array_equal(ax.images[0].get_array(), expected)
+    assert [t.get_text() for t in ax.get_yticklabels()] == [*train.target_names[:2], "2"]
+    assert ax.get_title() == f"Confusion matrix (accuracy {classifier.score(X_test, y_test):.3f})"
+
+
 def test_objective_and_active_topic_plots(plotting, model, data):
     X, _, _, _, _ = data
     line = plotting.plot_objective(model).axes[0].lines[0]

@@ -153,6 +153,18 @@ def test_report_refuses_bad_labels(stc_page, data, tmp_path):
         stc.report(model, X, tmp_path / "r.html", y, class_names=["a"])
 
 
+@brief_fit
+def test_class_names_name_the_labels_of_y_when_y_lacks_a_class(data, tmp_path):
+    # the confusion matrix wanted a name per class of the model, the page one per label of
+    # y: no class_names satisfied both
+    X, y, _, _, train = data
+    model = MedSTC(n_topics=3, max_iter=2, random_state=0).fit(X, y)
+    present = y != y.max()
+    path = stc.report(model, X[present], tmp_path / "r.html", y[present],
+                      class_names=train.target_names[:-1])
+    assert parse(path).images[-1]["alt"] == "confusion matrix"
+
+
 # ---------------------------------------------------------------------------
 # In a real browser
 # ---------------------------------------------------------------------------

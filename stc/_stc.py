@@ -158,7 +158,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Batch learning: objective (2) after each outer iteration (never
         increases). Online ``fit``: for each pass, the sum over its batches
         of each batch's objective (2) at the topics it was coded with.
-        ``partial_fit``: that objective for every batch seen.
+        ``partial_fit``: that objective for every batch it learned from
+        (after an online ``fit`` of several batches a pass, since that fit).
     n_iter_ : int
         Outer iterations run (batch learning), passes made (online ``fit``
         and ``fit_stream``) or batches seen (``partial_fit``).
@@ -171,6 +172,10 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         topics and lets ``partial_fit`` go on after a save and load.
     online_code_sums_ : ndarray of shape (n_topics, n_features)
         See ``online_responsibilities_``.
+    online_multipliers_ : ndarray of shape (n_topics,)
+        Online learning: the simplex multipliers of the last dictionary step,
+        where the next one starts (saved with the model, so that
+        ``partial_fit`` after `stc.load` goes on exactly as without it).
     interrupted_ : bool
         True when the fit was stopped by Ctrl-C (the model holds what it had learned).
     term_counts_ : ndarray of shape (n_features,)
@@ -323,6 +328,15 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         # `lambda_` ends in an underscore like a fitted attribute; say explicitly.
         return hasattr(self, "components_")
 
+    def _check_start_of_partial_fit(self, first):
+        """``init`` where partial_fit draws the first topics; ``n_topics`` where it goes on."""
+        if first:
+            self._check_init_of_batch_learning()
+        elif self.n_topics != self.components_.shape[0]:
+            raise ValueError(f"n_topics={self.n_topics}, but the model has "
+                             f"{self.components_.shape[0]} topics: partial_fit goes on with "
+                             "them; fit a new model for another number of topics")
+
     def _check_init_of_batch_learning(self):
         """Refuse init='nndsvd' where learning is not in-memory batch learning."""
         if self.init == "nndsvd":
@@ -424,8 +438,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         start = time.perf_counter()
         loss = self._checked_loss()
         check_online_loss(loss)
-        self._check_init_of_batch_learning()
         first = not hasattr(self, "components_")
+        self._check_start_of_partial_fit(first)
         refuse_dask_array(X, "partial_fit")
         X = self._validate_X(X, reset=first, loss=loss)
         if first:
@@ -442,8 +456,11 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     def _record_batch(self, outcome, start):
         """The fitted attributes after one `partial_fit` batch (its `BatchOutcome`); returns self."""
-        self._batch_objectives = getattr(self, "_batch_objectives", []) + [outcome.objective]
-        self.objective_ = np.asarray(self._batch_objectives)
+        # objective_ goes on where the last step was partial_fit's (n_iter_ counted batches;
+        # a model file keeps both) or an online fit's of one batch a pass (pass = batch)
+        previous = getattr(self, "objective_", None)
+        per_batch = previous is not None and getattr(self, "n_iter_", -1) == self.n_batch_iter_ - 1
+        self.objective_ = np.append(previous if per_batch else [], outcome.objective)
         self.n_iter_ = self.n_batch_iter_
         self.interrupted_ = False
         if outcome.capped_documents:
@@ -502,7 +519,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     def _forget_online_state(self):
         for name in ("components_", "online_responsibilities_", "online_code_sums_",
-                     "n_batch_iter_", "_batch_objectives", "_online_multipliers", "term_counts_"):
+                     "n_batch_iter_", "online_multipliers_", "term_counts_"):
             if hasattr(self, name):
                 delattr(self, name)
 
@@ -511,7 +528,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         statistics = None
         if hasattr(self, "online_responsibilities_"):
             statistics = OnlineStatistics(self.online_responsibilities_, self.online_code_sums_,
-                                          getattr(self, "_online_multipliers", None))
+                                          getattr(self, "online_multipliers_", None))
         return online.OnlineState(getattr(self, "components_", None), statistics,
                                   getattr(self, "n_batch_iter_", 0),
                                   getattr(self, "term_counts_", 0.0))
@@ -522,7 +539,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.n_batch_iter_ = state.n_batch_iter
         self.online_responsibilities_ = state.statistics.responsibilities
         self.online_code_sums_ = state.statistics.code_sums
-        self._online_multipliers = state.statistics.multipliers
+        self.online_multipliers_ = state.statistics.multipliers
 
     # ---- coding new documents
 

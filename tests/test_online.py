@@ -18,6 +18,8 @@ from stc._core._simplex import (OnlineBlock, online_block_finish, online_block_s
 from stc.stochastic_dictionary import (NEW_TERM_SHARE, OnlineStatistics, introduce_new_terms,
                                        learn_from_batch, learning_rate, simplex_minimiser)
 
+from conftest import brief_fit
+
 SMALL = dict(n_topics=5, lambda_=0.1, rho=0.01, random_state=0)
 
 
@@ -393,3 +395,21 @@ def test_fit_stream_from_a_file_in_chunks(tmp_path, newsgroups):
     from_file = STC(**SMALL, n_passes=2).fit_stream(reader)
     in_memory = STC(**SMALL, n_passes=2).fit_stream([X[i:i + 200] for i in range(0, 600, 200)])
     np.testing.assert_array_equal(from_file.components_, in_memory.components_)
+
+
+@brief_fit
+def test_partial_fit_goes_on_after_any_fit_and_keeps_its_topics(newsgroups):
+    X = newsgroups[0].data[::8]
+    # init plays no part in going on: an NNDSVD start was refused
+    batch = STC(n_topics=3, init="nndsvd", max_iter=3, random_state=0).fit(X)
+    batch.partial_fit(X[:50])
+    assert batch.n_batch_iter_ == 1 and batch.objective_.shape == (1,)
+    # another n_topics cannot take effect on a fitted model: it was ignored silently
+    batch.set_params(n_topics=4)
+    with pytest.raises(ValueError, match=r"^n_topics=4, but the model has 3 topics"):
+        batch.partial_fit(X[:50])
+    # after an online fit of several batches a pass, objective_ counts partial_fit's batches
+    online = STC(n_topics=3, learning_method="online", batch_size=100, n_passes=2,
+                 random_state=0).fit(X)
+    online.partial_fit(X[:50]).partial_fit(X[50:100])
+    assert online.objective_.shape == (2,) and online.n_iter_ == online.n_batch_iter_

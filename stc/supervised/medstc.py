@@ -395,8 +395,8 @@ class MedSTC(ClassifierMixin, STC):
         start = time.perf_counter()
         loss = self._checked_loss()
         check_online_loss(loss)
-        self._check_init_of_batch_learning()
         first = not hasattr(self, "components_")
+        self._check_start_of_partial_fit(first)
         if not first and not hasattr(self, "n_docs_seen_"):
             raise ValueError("partial_fit continues an online fit; this model was fitted "
                              "with learning_method='batch': fit it with "

@@ -425,7 +425,8 @@ def store_online_classifier(model, classes, supervision):
     """The classifiers and the counters online learning carries, on ``model`` (saved with it)."""
     model.classes_ = classes
     model.joint_coef_ = supervision.coef
-    refitted = supervision.refit_coef is not None
+    # refit_C may have been set to None between partial_fit calls: then coef_ is the loop's
+    refitted = supervision.refit_coef is not None and supervision.refit_C is not None
     model.coef_ = supervision.refit_average if refitted else supervision.coef
     model.online_refit_coef_ = supervision.refit_coef
     model.refit_C_ = supervision.refit_weight() if refitted else None

@@ -384,6 +384,10 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             self._check_init_of_batch_learning()
         if distributed:
             check_dask_loss(loss)
+            if len(X.shape) != 2 or not np.isfinite(X.shape[1]):
+                raise ValueError(f"X must be a 2-D dask array with a known number of columns, "
+                                 f"got shape {X.shape}; give its blocks known column chunks "
+                                 "(e.g. X.compute_chunk_sizes())")
             current_client()  # no client: refused before anything of an earlier fit is dropped
             return X, DeferredProblem(loss, self._coding_problem)
         if online_learning:

@@ -222,6 +222,7 @@ def representative_words(X, y, vocabulary=None, n_per_class=3):
     y = np.asarray(y)
     if y.shape != (X.shape[0],):
         raise ValueError(f"y must have one label per document ({X.shape[0]}), got shape {y.shape}")
+    check_labels(y)
     n_per_class = _positive_int(n_per_class, "n_per_class")
     present = (X > 0).astype(np.float64).tocsr()
     chosen = []

@@ -82,6 +82,9 @@ def plot_top_words(model, vocabulary=None, n=10, topics=None, n_cols=4, coherenc
     for k in topics:
         if not 0 <= k < len(words):
             raise ValueError(f"topics: topic {k} does not exist (the model has {len(words)})")
+    if coherence is not None and np.shape(coherence) != (len(words),):
+        raise ValueError(f"coherence must hold one score per topic ({len(words)}), got shape "
+                         f"{np.shape(coherence)}")
     n_cols = max(1, min(int(n_cols), len(topics)))
     n_rows = -(-len(topics) // n_cols)
     n_shown = len(words[0])

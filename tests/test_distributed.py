@@ -62,6 +62,12 @@ def test_dask_input_errors(client, newsgroups):
         STC(n_topics=2, loss="gaussian").fit(dask_rows(X, 50))
     with pytest.raises(TypeError, match="scipy.sparse"):
         STC(n_topics=2).fit(da.from_array(np.ones((10, 5)), chunks=(5, 5)))
+    # blocks whose widths are unknown: "a block has 100 columns, expected nan" before
+    unknown = dask_rows(X, 50).map_blocks(lambda block: block, dtype=np.float64)
+    unknown._chunks = ((np.nan, np.nan), (np.nan,))
+    with pytest.raises(ValueError, match=r"^X must be a 2-D dask array with a known number of "
+                                         r"columns, got shape \(nan, nan\)"):
+        STC(n_topics=2).fit(unknown)
     # only fit reads a dask array; the methods that take batches in memory say so
     with pytest.raises(TypeError, match="partial_fit takes matrices in memory, not a dask"):
         STC(n_topics=2).partial_fit(dask_rows(X, 50))

@@ -64,6 +64,8 @@ def test_bad_arguments_are_refused(model, corpus):
         stc_inspect.average_document_codes(model, X, y[:-1])
     with pytest.raises(ValueError, match=r"^y contains None \(1 of"):  # was a sorting TypeError
         stc_inspect.average_document_codes(model, X, [None] + list(y[1:]))
+    with pytest.raises(ValueError, match=r"^y contains None \(1 of"):
+        stc_inspect.representative_words(X, [None] + list(y[1:]))
     with pytest.raises(ValueError, match="non-negative"):
         stc_inspect.code_sparsity(model, -X)
 

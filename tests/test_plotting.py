@@ -58,6 +58,12 @@ def test_top_words_grid_draws_each_topics_weights(plotting, model, data, tmp_pat
     assert width > 300 and height > 300
 
 
+def test_a_coherence_of_the_wrong_length_is_named(plotting, model):
+    with pytest.raises(ValueError, match=r"^coherence must hold one score per topic \(5\), got "
+                                         r"shape \(1,\)"):  # an IndexError before
+        plotting.plot_top_words(model, coherence=[1.0])
+
+
 def test_top_words_of_chosen_topics(plotting, model):
     figure = plotting.plot_top_words(model, n=3, topics=[4, 1])
     assert [ax.get_title() for ax in figure.axes if ax.get_visible()] == ["topic 4", "topic 1"]

@@ -316,8 +316,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.effective_rho_ = float(problem.rho)
         return problem
 
-    def _validate_X(self, X, reset, loss, copy=True):
-        return validated_counts(self, X, loss, reset=reset, copy=copy)
+    def _validate_X(self, X, reset, loss, copy=True, batch=False):
+        return validated_counts(self, X, loss, reset=reset, copy=copy, batch=batch)
 
     @property
     def _n_features_out(self):
@@ -437,7 +437,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         by rho_t = (``learning_offset`` + t) ** -``learning_decay`` in the
         running statistics. Only the batch's word codes are held. Works
         after ``fit`` too (either learning method): the topics learned so far
-        are the starting point. Needs the Poisson loss.
+        are the starting point. A batch without a word (every document empty)
+        is skipped. Needs the Poisson loss.
         """
         start = time.perf_counter()
         loss = self._checked_loss()
@@ -445,11 +446,13 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         first = not hasattr(self, "components_")
         self._check_start_of_partial_fit(first)
         refuse_dask_array(X, "partial_fit")
-        X = self._validate_X(X, reset=first, loss=loss)
+        X = self._validate_X(X, reset=first, loss=loss, batch=True)
         if first:
             check_training_corpus(X)
             self._forget_online_state()
             problem = self._set_count_scale(X)  # w_bar of the first batch
+        elif X.nnz == 0:
+            return self  # no word to learn from: a step would only shrink the statistics
         else:
             problem = self._coding_problem()
         state = self._online_state()
@@ -481,7 +484,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         be iterable again (not a one-shot generator) when ``n_passes > 1``.
         Each batch goes to ``partial_fit``'s step, in the order given (no
         shuffling: shuffle the stream beforehand if it is sorted, e.g. by
-        class). Starts afresh, like ``fit``.
+        class); a batch without a word is skipped. Starts afresh, like ``fit``.
         """
         start = time.perf_counter()
         loss = self._checked_loss()
@@ -504,10 +507,9 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 if given is None:
                     raise TypeError(f"batches must yield count matrices; batch {number} is None")
                 refuse_dask_array(given, "fit_stream")
-                counts = self._validate_X(given, reset=first, loss=loss)
-                if first:  # it has a document to learn from, or check_training_corpus says
-                    check_training_corpus(counts)
-                    self._set_count_scale(counts)  # w_bar of the first batch
+                counts = self._validate_X(given, reset=first, loss=loss, batch=True)
+                if first and counts.nnz:  # batches without a word are skipped
+                    self._set_count_scale(counts)  # w_bar of the first batch with words
                     first = False
                 yield counts
 

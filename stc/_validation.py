@@ -207,11 +207,13 @@ def check_data_scale(values, loss, name="X"):
             f"{means[0]:g}); rescale {name}, e.g. divide it by its largest value")
 
 
-def validated_counts(estimator, X, loss, *, reset, copy=True):
+def validated_counts(estimator, X, loss, *, reset, copy=True, batch=False):
     """``X`` as ``estimator``'s counts: scikit-learn's checks (``reset``: set
-    ``n_features_in_``), then `as_count_matrix`."""
+    ``n_features_in_``), then `as_count_matrix`. ``batch``: an online
+    learning batch, which may hold no document (it is skipped)."""
     check_input_values(X)
-    X = validate_data(estimator, X, accept_sparse="csr", dtype=np.float64, reset=reset)
+    X = validate_data(estimator, X, accept_sparse="csr", dtype=np.float64, reset=reset,
+                      ensure_min_samples=0 if batch else 1)
     return as_count_matrix(sp.csr_matrix(X, copy=False), loss, copy=copy)
 
 

@@ -389,3 +389,15 @@ def test_refit_within_a_pass_trains_on_converged_label_free_codes(labelled, monk
     seen.clear()
     MedSTC(**SMALL, n_passes=1).fit(X, y)  # refit in its own pass after the learning pass
     assert seen == [online.LABEL_FREE_SWEEPS] * 4
+
+
+def test_a_batch_without_a_word_is_skipped(labelled):
+    # eta's stochastic step on its all-zero codes moved coef_ by about 26,000
+    X, y, _ = labelled
+    classes = np.unique(y)
+    plain = MedSTC(**SMALL).partial_fit(X[:150], y[:150], classes=classes)
+    skipping = MedSTC(**SMALL).partial_fit(X[:150], y[:150], classes=classes)
+    skipping.partial_fit(sp.csr_matrix((4, X.shape[1])), y[:4])
+    for name in ("components_", "coef_", "joint_coef_"):
+        np.testing.assert_array_equal(getattr(skipping, name), getattr(plain, name))
+    assert skipping.n_docs_seen_ == 150

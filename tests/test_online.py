@@ -413,3 +413,27 @@ def test_partial_fit_goes_on_after_any_fit_and_keeps_its_topics(newsgroups):
                  random_state=0).fit(X)
     online.partial_fit(X[:50]).partial_fit(X[50:100])
     assert online.objective_.shape == (2,) and online.n_iter_ == online.n_batch_iter_
+
+
+@brief_fit
+def test_batches_without_a_word_are_skipped(newsgroups):
+    # a step on an empty batch only shrank the running statistics (20 such batches left
+    # 0.77 % of them); a batch of 0 rows got scikit-learn's "Found array with 0 sample(s)",
+    # and a stream starting with empty documents was refused
+    X = newsgroups[0].data[::8]
+    empty, no_rows = sp.csr_matrix((5, X.shape[1])), sp.csr_matrix((0, X.shape[1]))
+    plain = STC(**SMALL).partial_fit(X[:60]).partial_fit(X[60:120])
+    skipping = STC(**SMALL).partial_fit(X[:60])
+    for _ in range(3):
+        skipping.partial_fit(empty).partial_fit(no_rows)
+    skipping.partial_fit(X[60:120])
+    np.testing.assert_array_equal(skipping.components_, plain.components_)
+    assert skipping.n_batch_iter_ == plain.n_batch_iter_ == 2
+    stream = STC(**SMALL, n_passes=2, topic_averaging=0).fit_stream([X[:60], X[60:120]])
+    padded = STC(**SMALL, n_passes=2, topic_averaging=0).fit_stream(
+        [no_rows, empty, X[:60], empty, X[60:120]])
+    np.testing.assert_array_equal(padded.components_, stream.components_)
+    with pytest.raises(ValueError, match="^batches yielded no word to learn from"):
+        STC(**SMALL).fit_stream([empty, no_rows])
+    with pytest.raises(ValueError, match="^X has no non-zero entry"):
+        STC(**SMALL).partial_fit(empty)

@@ -329,14 +329,14 @@ class DaskOnlineTraining:
         return fitted
 
     def _learn_round(self, round_index, pass_number, n_passes):
-        """Round ``round_index`` of a pass; its `BatchOutcome` (None: no document in it)."""
+        """Round ``round_index`` of a pass; its `BatchOutcome` (None: no word in it, skipped)."""
         if round_index + 1 < self.n_rounds:
             following = self.selection(pass_number, round_index + 1)
         elif pass_number < n_passes:
             following = self.selection(pass_number + 1, 0)
         else:
             following = [None] * len(self.parts)
-        if sum(s[0] for s in self.selected) == 0:  # a round without documents
+        if sum(np.size(s[1]) for s in self.selected) == 0:  # a round without a word
             self.selected = self.parts.gather([
                 self.parts.submit(i, _online_select, *sel)
                 for i, sel in enumerate(following) if sel is not None])

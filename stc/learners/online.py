@@ -125,9 +125,8 @@ def learn_stream(problem_of, make_batches, n_batches, options, state=None, *, le
 def _passes(problem_of, make_batches, n_batches, state, options, rng, learn_one=None):
     """The passes of `learn` and `learn_stream` over ``make_batches()``."""
     def learn_from(batch, pass_number):
-        rows = (batch[0] if isinstance(batch, tuple) else batch).shape[0]
-        if rows == 0:
-            return None
+        if (batch[0] if isinstance(batch, tuple) else batch).nnz == 0:
+            return None  # no word to learn from: a step would only shrink the statistics
         if learn_one is None:
             return learn_batch(problem_of(), batch, state, options, rng)
         return learn_one(problem_of(), batch, state, options, rng, pass_number)
@@ -169,7 +168,8 @@ def run_passes(make_batches, learn_from, state, n_batches, options):
                 if stop.requested:
                     break
             if state.components is None:
-                raise ValueError("batches yielded no document to learn from")
+                raise ValueError("batches yielded no word to learn from: every document "
+                                 "of every batch is empty")
             if n_batches is None:  # a stream: its length is known after one pass
                 n_batches = batch_number
             pass_objectives.append(total)

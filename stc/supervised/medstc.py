@@ -403,7 +403,7 @@ class MedSTC(ClassifierMixin, STC):
                              "learning_method='online', or start a new model")
         classes = self._check_classes(classes, first)
         refuse_dask_array(X, "partial_fit")
-        X = self._validate_X(X, reset=first, loss=loss)
+        X = self._validate_X(X, reset=first, loss=loss, batch=True)
         y_index = self._class_indices(y, classes, X.shape[0])
         if first:
             check_training_corpus(X)
@@ -411,6 +411,8 @@ class MedSTC(ClassifierMixin, STC):
             problem = self._set_count_scale(X)  # w_bar of the first batch
             self.classes_ = classes
             supervision = new_supervision(self, classes.size)
+        elif X.nnz == 0:
+            return self  # no word to learn from (STC's partial_fit skips it too)
         else:
             problem = self._coding_problem()
             supervision = self._online_supervision()
@@ -456,12 +458,11 @@ class MedSTC(ClassifierMixin, STC):
                     raise TypeError(f"batches must yield pairs (X_batch, y_batch); batch "
                                     f"{number} is a {type(pair).__name__}")
                 refuse_dask_array(pair[0], "fit_stream")
-                counts = self._validate_X(pair[0], reset=first, loss=loss)
+                counts = self._validate_X(pair[0], reset=first, loss=loss, batch=True)
                 y_index = self._class_indices(pair[1], classes, counts.shape[0],
                                               name=f"the labels of batch {number}")
-                if first:
-                    check_training_corpus(counts)
-                    self._set_count_scale(counts)  # w_bar of the first batch
+                if first and counts.nnz:  # batches without a word are skipped
+                    self._set_count_scale(counts)  # w_bar of the first batch with words
                     first = False
                 yield counts, y_index
 

@@ -453,8 +453,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             problem = self._set_count_scale(X)  # w_bar of the first batch
         elif X.nnz == 0:
             return self  # no word to learn from: a step would only shrink the statistics
-        else:
-            problem = self._coding_problem()
+        else:  # rho may have changed since the last batch: effective_rho_ follows
+            problem = self._use_count_scale(self.count_scale_)
         state = self._online_state()
         outcome = online.learn_batch(problem, X, state, self._learning_options(),
                                      check_random_state(self.random_state))

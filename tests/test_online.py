@@ -408,6 +408,10 @@ def test_partial_fit_goes_on_after_any_fit_and_keeps_its_topics(newsgroups):
     batch.set_params(n_topics=4)
     with pytest.raises(ValueError, match=r"^n_topics=4, but the model has 3 topics"):
         batch.partial_fit(X[:50])
+    # rho changed between batches: effective_rho_ (the objective's weight) follows
+    before = batch.effective_rho_
+    batch.set_params(n_topics=3, rho=0.5).partial_fit(X[:50])
+    assert batch.effective_rho_ == pytest.approx(before * 0.5 / 0.02, rel=1e-12)
     # after an online fit of several batches a pass, objective_ counts partial_fit's batches
     online = STC(n_topics=3, learning_method="online", batch_size=100, n_passes=2,
                  random_state=0).fit(X)

@@ -413,8 +413,8 @@ class MedSTC(ClassifierMixin, STC):
             supervision = new_supervision(self, classes.size)
         elif X.nnz == 0:
             return self  # no word to learn from (STC's partial_fit skips it too)
-        else:
-            problem = self._coding_problem()
+        else:  # rho may have changed since the last batch: effective_rho_ follows
+            problem = self._use_count_scale(self.count_scale_)
             supervision = self._online_supervision()
         state = self._online_state()
         outcome = learn_labelled_batch(problem, (X, y_index), state, supervision,

@@ -21,6 +21,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import sys
 import time
 import warnings
@@ -76,8 +77,6 @@ def _number(kind, low=None, low_inclusive=True, allow_none=False, words=(), high
 
 
 def _regular_expression(text):
-    import re
-
     try:
         re.compile(text)
     except re.error as exc:

@@ -81,11 +81,11 @@ def initial_dictionary(X, n_topics, random_state, docs_per_topic=5, corpus_share
     Poisson loss at the start) while topics differ. Starting from identical
     uniform topics, as in the paper, the topics stay nearly identical.
     """
-    check_topics_fit_in_memory(n_topics, X.shape[1])  # before the (n_features,) sums
-    corpus = np.asarray(X.sum(axis=0)).ravel()
     nonempty = np.flatnonzero(np.diff(X.indptr) > 0)
+    # the draws check first that the topics fit in memory, before the (n_features,) sums
     draws = initial_dictionary_draws(nonempty, X.shape[1], n_topics, random_state,
                                      docs_per_topic)
+    corpus = np.asarray(X.sum(axis=0)).ravel()
     sums = [np.asarray(X[docs].sum(axis=0)).ravel() for docs, _ in draws]
     return dictionary_from_draws(corpus, draws, sums, n_topics, corpus_share)
 

@@ -2,8 +2,15 @@
 
 Without OpenMP the extensions still build; `prange` then runs serially and
 `stc.openmp_enabled()` reports False (a warning is printed once at build time).
+
+Cython and the C compiler run on every core. An editable install (`pip install -e .`)
+compiles only the modules whose sources changed since the last one: pip builds in a fresh
+temporary directory each time, so the compiled modules beside the sources are the only
+build that persists. `--config-settings=--build-option=--force` rebuilds them all.
 """
+import glob
 import os
+import shutil
 import sys
 import tempfile
 import textwrap
@@ -12,6 +19,15 @@ import numpy as np
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CYTHON_DIRECTIVES = {
+    "language_level": 3,
+    "boundscheck": False,
+    "wraparound": False,
+    "cdivision": True,
+    "initializedcheck": False,
+}
 
 
 def _openmp_flags(compiler):
@@ -44,7 +60,31 @@ def _openmp_flags(compiler):
 
 
 class BuildExtWithOpenMP(build_ext):
+    def finalize_options(self):
+        super().finalize_options()
+        if self.parallel is None:  # one compiler per core (a thread pool over the modules)
+            self.parallel = os.cpu_count() or 1
+
     def build_extensions(self):
+        # Decided once, before Cython replaces the .pyx sources by the .c files it writes.
+        self._kept = {ext.name for ext in self.extensions if self._reusable(ext)}
+        stale = [ext for ext in self.extensions if ext.name not in self._kept]
+        if stale:
+            self._configure(stale)
+            # Cythonized here rather than at import, so that an unchanged module skips
+            # Cython too: pip's fresh Cython has newer include files than any generated
+            # .c, and cythonize would write them all again.
+            generated = cythonize(stale, compiler_directives=CYTHON_DIRECTIVES,
+                                  nthreads=self.parallel, force=self.force)
+            for ext, new in zip(stale, generated):
+                ext.sources = new.sources
+                ext.depends = new.depends
+            # Longest first (C size is a fair proxy), so that no core waits at the end
+            # for a long module started last.
+            self.extensions.sort(key=lambda ext: -os.path.getsize(ext.sources[0]))
+        super().build_extensions()
+
+    def _configure(self, extensions):
         flags = _openmp_flags(self.compiler)
         if flags is None:
             print("stc: the C compiler has no OpenMP support; the kernels will run serially.",
@@ -57,10 +97,38 @@ class BuildExtWithOpenMP(build_ext):
         # bits (tests/test_pinned_results.py) hold on every architecture.
         optimise = ([] if sys.platform == "win32"
                     else ["-O3", "-fno-math-errno", "-ffp-contract=off"])
-        for ext in self.extensions:
+        for ext in extensions:
             ext.extra_compile_args = optimise + (flags[0] if flags else [])
             ext.extra_link_args = flags[1] if flags else []
-        super().build_extensions()
+
+    def build_extension(self, ext):
+        if ext.name in self._kept:
+            destination = self.get_ext_fullpath(ext.name)
+            os.makedirs(os.path.dirname(destination), exist_ok=True)
+            shutil.copy2(_inplace_module(self, ext), destination)
+        else:
+            super().build_extension(ext)
+
+    def _reusable(self, ext):
+        """Whether an editable build can keep the compiled module beside the sources."""
+        if not self.editable_mode or self.force:
+            return False
+        module = _inplace_module(self, ext)
+        if not os.path.exists(module):
+            return False
+        built = os.path.getmtime(module)
+        # Any .pxd or header may be cimported or included by any module: a change to one
+        # rebuilds them all. setup.py holds the compiler flags.
+        sources = ([os.path.join(HERE, path) for path in ext.sources if path.endswith(".pyx")]
+                   + glob.glob(os.path.join(HERE, "stc", "**", "*.pxd"), recursive=True)
+                   + glob.glob(os.path.join(HERE, "stc", "**", "*.h"), recursive=True)
+                   + [os.path.abspath(__file__)])
+        return all(os.path.getmtime(path) < built for path in sources)
+
+
+def _inplace_module(command, ext):
+    """The compiled module beside its .pyx, where an editable install puts it."""
+    return os.path.join(HERE, command.get_ext_filename(ext.name))
 
 
 def _extension(module):
@@ -90,15 +158,6 @@ EXTENSIONS = [
 ]
 
 setup(
-    ext_modules=cythonize(
-        [_extension(m) for m in EXTENSIONS],
-        compiler_directives={
-            "language_level": 3,
-            "boundscheck": False,
-            "wraparound": False,
-            "cdivision": True,
-            "initializedcheck": False,
-        },
-    ),
+    ext_modules=[_extension(m) for m in EXTENSIONS],
     cmdclass={"build_ext": BuildExtWithOpenMP},
 )

@@ -65,7 +65,17 @@ def newsgroups():
     return load_newsgroups_split()
 
 
-@pytest.fixture(params=simd.levels())
+def pytest_configure(config):
+    # Registered here, not in pyproject.toml, so that a copy of tests/ run without the
+    # checkout's configuration (tools/check_wheel.sh) knows the mark too.
+    config.addinivalue_line(
+        "markers", "slow: a long test, left out of the default run (pytest -m slow runs them)")
+
+
+# The level in use runs by default; the others repeat the same checks at other levels
+# and are slow (.ci/run runs them).
+@pytest.fixture(params=[pytest.param(level, marks=() if level == simd.level() else pytest.mark.slow)
+                        for level in simd.levels()])
 def simd_level(request):
     """Each vector level of the coding kernels this machine runs, restored afterwards."""
     previous = simd.set_level(request.param)

@@ -151,6 +151,7 @@ def older_kernels_env():
     return {**os.environ, **forced}
 
 
+@pytest.mark.slow  # MedSTC fits in two fresh processes
 def test_medstc_fits_do_not_depend_on_the_cpus_blas_kernel():
     tests_dir = os.path.dirname(os.path.abspath(__file__))
     runs = []

@@ -134,6 +134,7 @@ def test_online_fit_with_uneven_partitions_and_empty_rounds(client, newsgroups):
     np.testing.assert_allclose(spread.components_, local.components_, rtol=1e-9, atol=1e-15)
 
 
+@pytest.mark.slow  # starts a cluster of worker processes
 def test_online_fit_with_workers_in_their_own_processes(newsgroups):
     """Worker processes: the problem, the topic columns and the sums all travel pickled.
 

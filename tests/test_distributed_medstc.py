@@ -69,7 +69,8 @@ def assert_same_fit(spread, local):
 
 
 @brief_fit
-@pytest.mark.parametrize("rows_per_block", [300, 100])  # 1 partition, or 3
+# 3 partitions, or 1 (slow: a second cluster fit of the same data)
+@pytest.mark.parametrize("rows_per_block", [100, pytest.param(300, marks=pytest.mark.slow)])
 def test_fit_matches_the_in_memory_fit(client, labelled, in_memory, rows_per_block):
     X, y = labelled
     # the setting exercises what it should: eta learns, the safeguard rejects
@@ -81,6 +82,7 @@ def test_fit_matches_the_in_memory_fit(client, labelled, in_memory, rows_per_blo
     np.testing.assert_array_equal(spread.predict(X), in_memory.predict(X))
 
 
+@pytest.mark.slow  # a third cluster fit like test_fit_matches_the_in_memory_fit's
 @brief_fit
 def test_labels_as_a_dask_array_of_other_or_unknown_chunks(client, labelled, in_memory):
     """y is aligned with X by row, whatever its chunks: here 7 blocks of unknown size."""

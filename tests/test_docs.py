@@ -127,9 +127,20 @@ def assert_shown(page, messages):
             f"{page.name}: an example warns, and the page does not show it: {message}"
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if any(
-    language == "python" and not marker for language, _, _, marker in code_blocks(p))],
-    ids=lambda page: page.name)
+# Pages and commands whose examples take more than ten seconds (fits of the embedded corpus,
+# a pure-Python loss, compiling an extension): slow. What they run is tested in the
+# default run too (test_cli.py, test_persistence.py, test_custom_losses.py, ...).
+SLOW_PAGES = {"user_guide.md"}
+SLOW_COMMANDS = ("cli_walkthrough.sh", "model_files.py", "python_loss.py", "build_ext")
+
+
+def slow_if(condition):
+    return pytest.mark.slow if condition else ()
+
+
+@pytest.mark.parametrize("page", [
+    pytest.param(p, marks=slow_if(p.name in SLOW_PAGES), id=p.name) for p in PAGES
+    if any(language == "python" and not marker for language, _, _, marker in code_blocks(p))])
 def test_python_examples_run(page, tmp_path, monkeypatch):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -137,13 +148,13 @@ def test_python_examples_run(page, tmp_path, monkeypatch):
     assert_shown(page, {str(warning.message) for warning in caught})
 
 
-OUTPUTS = [(page, line, marker[1], expected) for page in PAGES
-           for language, expected, line, marker in code_blocks(page)
+OUTPUTS = [pytest.param(page, line, marker[1], expected, id=f"{page.name}:{line}",
+                        marks=slow_if(any(slow in marker[1] for slow in SLOW_COMMANDS)))
+           for page in PAGES for language, expected, line, marker in code_blocks(page)
            if marker and marker[0] == "output of"]
 
 
-@pytest.mark.parametrize("page, line, command, expected", OUTPUTS,
-                         ids=[f"{page.name}:{line}" for page, line, _, _ in OUTPUTS])
+@pytest.mark.parametrize("page, line, command, expected", OUTPUTS)
 def test_printed_output_is_what_the_command_prints(page, line, command, expected, tmp_path):
     if "build_ext" in command and not any(shutil.which(cc) for cc in ("cc", "gcc")):
         pytest.skip("building the compiled example needs a C compiler")

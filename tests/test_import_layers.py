@@ -131,6 +131,7 @@ def test_every_module_imports(name):
     importlib.import_module(name)
 
 
+@pytest.mark.slow  # imports every module in a fresh process
 def test_the_lower_modules_run_without_the_estimators():
     """Importing every module below the estimators (all at once) loads neither of them."""
     lower = sorted(name for name in MODULES if name not in ABOVE_THE_ESTIMATORS

@@ -144,6 +144,7 @@ def test_auto_is_nndsvd_from_the_threshold_on_and_the_draws_below():
         assert resolved_init(given, 2) == resolved_init(given, 500) == given
 
 
+@pytest.mark.slow  # six fits at K = 49 and 50
 @brief_fit
 def test_a_default_fit_starts_as_auto_says(newsgroups):
     """At the default init, a batch fit at K = 50 is the NNDSVD fit, one at K = 49 the draws'."""

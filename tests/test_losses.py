@@ -186,8 +186,15 @@ def check_is_minimiser(loss_name, problem, x):
         assert hx <= hz + tol, (x, z, hx, hz)
 
 
+# Each loss's own solver, and the generic Newton path that a loss without one uses: the
+# latter is slow (test_newton_path_matches_closed_form checks it against the closed forms
+# in the default run).
+GENERIC = [pytest.param(False, id="solve"),
+           pytest.param(True, id="newton", marks=pytest.mark.slow)]
+
+
 @pytest.mark.parametrize("loss_name", sorted(LOSSES))
-@pytest.mark.parametrize("generic", [False, True], ids=["solve", "newton"])
+@pytest.mark.parametrize("generic", GENERIC)
 def test_solve_coordinate_is_exact_minimiser(loss_name, generic):
     @settings(max_examples=150, deadline=None)
     @given(coordinate_problems(loss_name))
@@ -260,7 +267,7 @@ def unconstrained_minimiser(loss_name, y, b, mean_rest, quad, lin):
 
 
 @pytest.mark.parametrize("loss_name", sorted(LOSSES))
-@pytest.mark.parametrize("generic", [False, True], ids=["solve", "newton"])
+@pytest.mark.parametrize("generic", GENERIC)
 def test_proposition_1_negative_minimiser_gives_exact_zero(loss_name, generic):
     loss = LOSSES[loss_name]
 
@@ -310,7 +317,7 @@ def test_proposition_1_positive_minimiser_is_kept(loss_name):
 
 
 @pytest.mark.parametrize("loss_name", sorted(LOSSES))
-@pytest.mark.parametrize("generic", [False, True], ids=["solve", "newton"])
+@pytest.mark.parametrize("generic", GENERIC)
 def test_kkt_conditions_of_the_coordinate_problem(loss_name, generic):
     @settings(max_examples=200, deadline=None)
     @given(coordinate_problems(loss_name))

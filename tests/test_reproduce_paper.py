@@ -1,11 +1,14 @@
 """The paper-reproduction generator's --quick mode: every figure, the report, the cache."""
 import warnings
 
+import pytest
+
 from conftest import load_benchmark, optional
 
 optional("matplotlib")
 
 
+@pytest.mark.slow  # every figure of the reproduction, fitted and drawn
 def test_quick_reproduction_writes_every_section_and_reuses_its_cache(tmp_path):
     script = load_benchmark("reproduce_paper.py")
     report = tmp_path / "docs" / "reproduction.md"

@@ -534,6 +534,7 @@ for name, run in runs.items():
 """
 
 
+@pytest.mark.slow  # six long SVM problems in a fresh process
 def test_the_issues_slow_svm_reproducers_finish_certified_or_warned():
     done = subprocess.run([sys.executable, "-c", REPRODUCERS], capture_output=True, text=True,
                           timeout=300)  # a limit for a crawl only: they take seconds

@@ -6,7 +6,7 @@ Without OpenMP the extensions still build; `prange` then runs serially and
 Cython and the C compiler run on every core. An editable install (`pip install -e .`)
 compiles only the modules whose sources changed since the last one: pip builds in a fresh
 temporary directory each time, so the compiled modules beside the sources are the only
-build that persists. `--config-settings=--build-option=--force` rebuilds them all.
+build that persists. Deleting them (`git clean -fX stc`) rebuilds them all.
 """
 import glob
 import os

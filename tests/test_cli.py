@@ -464,6 +464,19 @@ def test_damaged_model_files_are_refused_in_one_line(tmp_path, stc_model, capsys
         _one_line_error(err, "cut.model is truncated or corrupted")
 
 
+def test_a_model_file_declaring_huge_arrays_is_refused_in_one_line(tmp_path, stc_model,
+                                                                   capsys):
+    from test_persistence import _crafted
+
+    crafted = _crafted(stc_model, tmp_path / "huge.model", "objective_", "<f8", (10**11,))
+    for command in ("info", "topics"):
+        status, _, err = run([command, crafted], capsys)
+        assert status == EXIT_ERROR
+        assert err == (f"stc {command}: error: {crafted} is truncated or corrupted (member "
+                       "objective_.npy declares 100000000000 values of 8 bytes, but holds 0 "
+                       "bytes); it cannot be loaded\n")
+
+
 def test_bad_arguments_are_usage_errors_naming_the_option(tmp_path, svmlight_dir, capsys):
     data = svmlight_dir / "train.svm"
     for argv, option in [

@@ -24,6 +24,20 @@ _SUBMODULES = ("_core", "_persistence", "_report", "_stc", "_validation", "codin
                "stochastic_dictionary", "supervised", "training")
 
 
+def _check_simd_level_variable():
+    """Refuse a bad STC_SIMD_LEVEL at `import stc`, in one line: the kernels read it on their
+    first import, deep inside whatever first needs them."""
+    from stc._core._constants import SIMD_LEVEL_VARIABLE, SIMD_LEVELS
+
+    value = _os.environ.get(SIMD_LEVEL_VARIABLE)
+    if value and value.strip().lower() not in SIMD_LEVELS:
+        raise ValueError(f"{SIMD_LEVEL_VARIABLE} must be one of {', '.join(SIMD_LEVELS)}; "
+                         f"got {value!r}")
+
+
+_check_simd_level_variable()
+
+
 def __getattr__(name):
     if name in _PUBLIC:
         for module in _IMPORTED_FIRST.get(name, ()):

@@ -415,10 +415,11 @@ def _check_unpacked_size(path, info):
     larger than the whole file; metadata.json is deflated JSON.
     """
     if info.filename == METADATA_MEMBER:
-        limit, what = METADATA_MAX_PACKING * info.compress_size, \
-            f"{METADATA_MAX_PACKING} times its packed size ({info.compress_size} bytes)"
+        limit = METADATA_MAX_PACKING * info.compress_size
+        what = f"{METADATA_MAX_PACKING} times its packed size ({info.compress_size} bytes)"
     else:
-        limit, what = os.path.getsize(path), f"the whole file ({os.path.getsize(path)} bytes)"
+        limit = os.path.getsize(path)
+        what = f"the whole file ({limit} bytes)"
     if info.file_size > limit:
         raise _invalid(path, f"member {info.filename} unpacks to {info.file_size} bytes, more "
                              f"than {what}")
@@ -446,7 +447,7 @@ def _check_declared_arrays(path, metadata):
                                  f"{type(metadata.get(field)).__name__}")
     shapes = {name: _declared(path, name, spec) for name, spec in metadata["arrays"].items()}
     dtype, shape = shapes.get("components_", (None, None))
-    if shape is None or len(shape) != 2 or dtype[1:2] != "f":
+    if shape is None or len(shape) != 2 or dtype[1:2] != "f":  # "<f8": order, kind, size
         raise _invalid(path, "components_ must be a 2-D float array, got "
                              f"{None if shape is None else (shape, dtype)}")
     n_topics, n_terms = shape

@@ -4,8 +4,8 @@ classifier on the document codes."""
 import importlib as _importlib
 import os as _os
 
-__all__ = ["DataWarning", "FitInterruptedWarning", "MedSTC", "STC", "openmp_enabled",
-           "get_include", "load", "report", "show_config"]
+__all__ = ["DataWarning", "FitInterruptedWarning", "MedSTC", "ModelFileError", "STC",
+           "openmp_enabled", "get_include", "load", "report", "show_config"]
 # The one place of the version: the package metadata (pyproject.toml), `stc --version`,
 # model files and the documentation read it.
 __version__ = "0.1.0"
@@ -13,15 +13,29 @@ __version__ = "0.1.0"
 # The public names are imported on first use (PEP 562), so that `import stc` (and the
 # `stc` command's quick answers) need not load scikit-learn and scipy.
 _PUBLIC = {"DataWarning": "stc._validation", "FitInterruptedWarning": "stc.progress",
-           "MedSTC": "stc.supervised", "STC": "stc._stc", "openmp_enabled": "stc._core._openmp",
-           "load": "stc._persistence", "report": "stc._report",
-           "show_config": "stc._config"}
+           "MedSTC": "stc.supervised", "ModelFileError": "stc._persistence", "STC": "stc._stc",
+           "openmp_enabled": "stc._core._openmp", "load": "stc._persistence",
+           "report": "stc._report", "show_config": "stc._config"}
 # `load` finds the estimator classes in the table they register in when imported.
 _IMPORTED_FIRST = {"load": ("stc._stc", "stc.supervised")}
 # Submodules that `import stc` used to import, so that `stc.losses` etc. still work.
 _SUBMODULES = ("_core", "_persistence", "_report", "_stc", "_validation", "coding",
                "completion", "dictionary", "inspect", "learners", "losses", "progress",
                "stochastic_dictionary", "supervised", "training")
+
+
+def _check_simd_level_variable():
+    """Refuse a bad STC_SIMD_LEVEL at `import stc`, in one line: the kernels read it on their
+    first import, deep inside whatever first needs them."""
+    from stc._core._constants import SIMD_LEVEL_VARIABLE, SIMD_LEVELS
+
+    value = _os.environ.get(SIMD_LEVEL_VARIABLE)
+    if value and value.strip().lower() not in SIMD_LEVELS:
+        raise ValueError(f"{SIMD_LEVEL_VARIABLE} must be one of {', '.join(SIMD_LEVELS)}; "
+                         f"got {value!r}")
+
+
+_check_simd_level_variable()
 
 
 def __getattr__(name):

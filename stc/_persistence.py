@@ -20,6 +20,7 @@ predicts bit-identically to the saved one.
 import hashlib
 import io
 import json
+import math
 import os
 import pickle
 import re
@@ -58,7 +59,11 @@ _READ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, K
 
 
 class ModelFileError(ValueError):
-    """A model file that cannot be loaded: not a model, damaged, or incompatible."""
+    """A model file that cannot be loaded: not a model, damaged, crafted, or incompatible.
+
+    Raised by `stc.load` (public as ``stc.ModelFileError``); the message
+    names the file and says what is wrong with it.
+    """
 
 
 # The estimator classes a model file can name, by class name. Each registers itself when its
@@ -353,29 +358,23 @@ def read_model_file(path):
             names = archive.namelist()
             if METADATA_MEMBER not in names:
                 raise ModelFileError(f"{path} is not an stc model file (no {METADATA_MEMBER})")
+            _check_unpacked_size(path, archive.getinfo(METADATA_MEMBER))
             try:
                 metadata = json.loads(archive.read(METADATA_MEMBER).decode("utf-8"))
             except json.JSONDecodeError as exc:
                 raise _damaged(path, f"{METADATA_MEMBER} is not valid JSON: {exc}") from None
             _check_format(path, metadata)
             described = metadata.get("arrays")
-            if not isinstance(described, dict):
+            if not isinstance(described, dict) or not all(
+                    isinstance(spec, dict) for spec in described.values()):
                 raise _damaged(path, "no description of its arrays")
+            _check_declared_arrays(path, metadata)
             arrays = {}
             for name, spec in described.items():
                 member = name + ARRAY_SUFFIX
                 if member not in names:
                     raise _damaged(path, f"member {member} is missing")
-                with archive.open(member) as handle:
-                    if _npy_dtype(handle).hasobject:
-                        raise ModelFileError(f"{path}: member {member} holds Python objects "
-                                             "(a pickle), which a model file never does; it "
-                                             "is not loaded")
-                with archive.open(member) as handle:
-                    arrays[name] = np.lib.format.read_array(handle, allow_pickle=False)
-                if arrays[name].dtype.str != spec.get("dtype") or \
-                        list(arrays[name].shape) != spec.get("shape"):
-                    raise _damaged(path, f"member {member} is not the array described")
+                arrays[name] = _read_array_member(path, archive, member, spec)
     except ModelFileError:
         raise
     except zipfile.BadZipFile as exc:
@@ -390,7 +389,7 @@ def read_model_file(path):
     if _checksum(metadata, arrays) != expected.get("value"):
         raise ModelFileError(f"{path} fails its checksum: its content was changed or damaged "
                              "after it was written; it cannot be loaded")
-    _check_contents(path, metadata, arrays)
+    _check_topic_weights(path, arrays)
     return metadata, arrays
 
 
@@ -399,52 +398,115 @@ METADATA_FIELDS = {"estimator": (str,), "parameters": (dict,), "attributes": (di
                    "array_notes": (dict,), "vocabulary": (list, type(None)),
                    "classes": (dict, type(None)), "text_options": (dict, type(None))}
 
+# metadata.json is JSON text, which deflate packs a few times smaller; a member that
+# unpacks to more than this many times its packed size is a zip bomb, not a model's.
+METADATA_MAX_PACKING = 100
 
-def _check_contents(path, metadata, arrays):
-    """Refuse a file whose checksum holds but whose content no stc wrote (edited by hand).
+
+def _invalid(path, detail):
+    return ModelFileError(f"{path} is not a valid stc model file ({detail}); it cannot be "
+                          "loaded")
+
+
+def _check_unpacked_size(path, info):
+    """Refuse a member that would unpack to more than the file could hold (a zip bomb).
+
+    Arrays are stored uncompressed (`save_model`), so an array member is never
+    larger than the whole file; metadata.json is deflated JSON.
+    """
+    if info.filename == METADATA_MEMBER:
+        limit = METADATA_MAX_PACKING * info.compress_size
+        what = f"{METADATA_MAX_PACKING} times its packed size ({info.compress_size} bytes)"
+    else:
+        limit = os.path.getsize(path)
+        what = f"the whole file ({limit} bytes)"
+    if info.file_size > limit:
+        raise _invalid(path, f"member {info.filename} unpacks to {info.file_size} bytes, more "
+                             f"than {what}")
+
+
+def _declared(path, name, spec):
+    """(dtype string, shape tuple) the metadata gives array ``name``; refused if malformed."""
+    dtype, shape = spec.get("dtype"), spec.get("shape")
+    if not (isinstance(dtype, str) and isinstance(shape, list)
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)):
+        raise _invalid(path, f"its metadata describes {name} as dtype {dtype!r}, shape {shape!r}")
+    return dtype, tuple(shape)
+
+
+def _check_declared_arrays(path, metadata):
+    """Refuse metadata whose arrays do not fit together, before any array is read.
 
     The metadata's fields must have their types; the topics must be a 2-D
-    float array of finite, non-negative weights with a column per term
-    (``n_features_in_``, the vocabulary if any); a classifier must have a
-    row per class and a column per topic.
+    float array with a column per term (``n_features_in_``, the vocabulary if
+    any); a classifier must have a row per class and a column per topic.
     """
-    def invalid(detail):
-        return ModelFileError(f"{path} is not a valid stc model file ({detail}); it cannot be "
-                              "loaded")
-
     for field, types in METADATA_FIELDS.items():
         if not isinstance(metadata.get(field), types):
-            raise invalid(f"its metadata field {field!r} is a "
-                          f"{type(metadata.get(field)).__name__}")
-    topics = arrays.get("components_")
-    if topics is None or topics.ndim != 2 or topics.dtype.kind != "f":
-        shape = None if topics is None else (topics.shape, topics.dtype.str)
-        raise invalid(f"components_ must be a 2-D float array, got {shape}")
-    if not (np.all(np.isfinite(topics)) and np.all(topics >= 0)):
-        raise invalid("components_ holds negative, NaN or infinite weights")
-    n_topics, n_terms = topics.shape
+            raise _invalid(path, f"its metadata field {field!r} is a "
+                                 f"{type(metadata.get(field)).__name__}")
+    shapes = {name: _declared(path, name, spec) for name, spec in metadata["arrays"].items()}
+    dtype, shape = shapes.get("components_", (None, None))
+    if shape is None or len(shape) != 2 or dtype[1:2] != "f":  # "<f8": order, kind, size
+        raise _invalid(path, "components_ must be a 2-D float array, got "
+                             f"{None if shape is None else (shape, dtype)}")
+    n_topics, n_terms = shape
     vocabulary = metadata["vocabulary"]
     for what, count in (("its vocabulary", n_terms if vocabulary is None else len(vocabulary)),
                         ("n_features_in_", metadata["attributes"].get("n_features_in_", n_terms))):
         if count != n_terms:
-            raise invalid(f"{what} gives {count!r} terms for {n_terms} topic columns")
+            raise _invalid(path, f"{what} gives {count!r} terms for {n_terms} topic columns")
     classes = (metadata["classes"] or {}).get("values")
     for name in ("coef_", "joint_coef_"):
-        if name in arrays and (not isinstance(classes, list)
-                               or arrays[name].shape != (len(classes), n_topics)):
-            raise invalid(f"{name} has shape {arrays[name].shape} for "
-                          f"{len(classes) if isinstance(classes, list) else 'no'} classes and "
-                          f"{n_topics} topics")
+        if name in shapes and (not isinstance(classes, list)
+                               or shapes[name][1] != (len(classes), n_topics)):
+            raise _invalid(path, f"{name} has shape {shapes[name][1]} for "
+                                 f"{len(classes) if isinstance(classes, list) else 'no'} classes "
+                                 f"and {n_topics} topics")
 
 
-def _npy_dtype(handle):
-    """The dtype in a .npy header (parsed as a literal, nothing run)."""
+def _read_array_member(path, archive, member, spec):
+    """The array in ``member``, read only once its header agrees with ``spec`` and its size.
+
+    A crafted header could declare more values than memory holds; numpy
+    would allocate them all before finding the data missing.
+    """
+    info = archive.getinfo(member)
+    _check_unpacked_size(path, info)
+    with archive.open(member) as handle:
+        dtype, shape = _npy_header(handle)
+        data_size = info.file_size - handle.tell()
+    if dtype.hasobject:
+        raise ModelFileError(f"{path}: member {member} holds Python objects (a pickle), which a "
+                             "model file never does; it is not loaded")
+    if (dtype.str, shape) != _declared(path, member[:-len(ARRAY_SUFFIX)], spec):
+        raise _invalid(path, f"member {member} holds a {dtype.str} array of shape {shape}, but "
+                             f"its metadata describes {spec.get('dtype')} of shape "
+                             f"{tuple(spec.get('shape'))}")
+    if math.prod(shape) * dtype.itemsize != data_size:
+        raise _damaged(path, f"member {member} declares {math.prod(shape)} values of "
+                             f"{dtype.itemsize} bytes, but holds {data_size} bytes")
+    with archive.open(member) as handle:
+        return np.lib.format.read_array(handle, allow_pickle=False)
+
+
+def _check_topic_weights(path, arrays):
+    """Refuse topics holding weights no fit gives (a file edited by hand, checksum and all)."""
+    topics = arrays["components_"]
+    if not (np.all(np.isfinite(topics)) and np.all(topics >= 0)):
+        raise _invalid(path, "components_ holds negative, NaN or infinite weights")
+
+
+def _npy_header(handle):
+    """(dtype, shape) in a .npy header (parsed as a literal, nothing run)."""
     version = np.lib.format.read_magic(handle)
     if version == (1, 0):
-        return np.lib.format.read_array_header_1_0(handle)[2]
-    if version == (2, 0):
-        return np.lib.format.read_array_header_2_0(handle)[2]
-    raise ValueError(f".npy format version {version} is not used by model files")
+        shape, _, dtype = np.lib.format.read_array_header_1_0(handle)
+    elif version == (2, 0):
+        shape, _, dtype = np.lib.format.read_array_header_2_0(handle)
+    else:
+        raise ValueError(f".npy format version {version} is not used by model files")
+    return dtype, shape
 
 
 def _restore(array, note):
@@ -461,7 +523,9 @@ def load(path):
     The file's format version, integrity (zip CRCs and a SHA-256 checksum
     over its metadata and arrays) and loss are checked first; a file that is
     not a model, is truncated or corrupted, has another format version or
-    fails its checksum raises a ValueError saying which. No code from the
+    fails its checksum raises `ModelFileError` (a ValueError) saying which;
+    so does one whose arrays' declared types and shapes disagree with its
+    metadata or its size, checked before they are read. No code from the
     file is run (no pickle). A model fitted with a custom loss needs that
     loss registered (`stc.losses.register`) under the same name before
     loading.

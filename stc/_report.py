@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from stc import __version__
+from stc._text import counted
 
 from stc import inspect as _inspect
 from stc import plotting
@@ -268,6 +269,11 @@ def _topics_section(model, X, vocabulary, n_words):
 
 def _sparsity_section(model, X):
     """Zero shares and active topics of the word and document codes of ``X``."""
+    if X.nnz == 0:  # no word code to average: the shares would be NaN
+        note = (f"No word of the model's terms occurs in the {counted(X.shape[0], 'document')} "
+                "described: there are no word codes, and the document codes are zero.")
+        return ('<section id="sparsity"><h2>Sparsity of the codes</h2>'
+                f'<p class="note">{html.escape(note)}</p></section>')
     n_topics = model.components_.shape[0]
     sparsity = _inspect.code_sparsity(model, X)
     stats = "".join([

@@ -19,8 +19,9 @@ from stc._persistence import register_estimator, save_model
 from stc._validation import (N_JOBS, RANDOM_STATE, InstanceOf, Interval, NoneValue, Options,
                              check_fitted_topics, check_iterable, check_training_corpus,
                              training_counts, validate_params, validated_counts,
-                             warn_dominant_count)
+                             warn_dominant_count, warn_more_topics_than_data)
 from stc.coding import CodingProblem, code_known_terms
+from stc.dictionary import check_topics_fit_in_memory
 from stc.completion import check_scorable, held_out_score, split_entries
 from stc.learners import LearningOptions, batch, dask_batch, dask_online, online
 from stc.learners.partitions import (DeferredProblem, check_dask_loss, current_client,
@@ -393,6 +394,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         if online_learning:
             check_online_loss(loss)
         X, count_scale = training_counts(self, X, loss, copy=not online_learning)
+        check_topics_fit_in_memory(self.n_topics, X.shape[1])  # refused before warned about
+        warn_more_topics_than_data(self.n_topics, X)
         return X, self._use_count_scale(count_scale)
 
     def _supervision(self, distributed, X, y, problem):

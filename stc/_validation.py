@@ -17,6 +17,8 @@ import scipy.sparse as sp
 import sklearn
 from sklearn.utils.validation import validate_data
 
+from stc._text import counted
+
 # A warning of a fit points at the first caller outside these folders: the package's, and
 # scikit-learn's, whose wrappers (``fit_transform``'s output container, pipelines) call it.
 PACKAGE_FOLDER = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -287,12 +289,16 @@ def check_input_values(X, name="X"):
     if sp.issparse(X):
         check_sparse_structure(X, name)
     values = getattr(X, "data", None) if sp.issparse(X) else X
+    text = _first_text_item(values)
+    if text is not None:
+        what = type(values).__name__ + ("" if text is values else f" of {type(text).__name__}")
+        raise TypeError(_text_instead_of_counts(name, f"a {what}"))
     if not isinstance(values, np.ndarray):
         return  # lists, DOK matrices etc.: left to check_array
     if values.dtype.kind in "USV":
-        raise TypeError(f"{name} must hold counts (numbers), got an array of "
-                        f"{'bytes' if values.dtype.kind == 'S' else 'strings'} ({values.dtype}); "
-                        "count words into a matrix first, e.g. with stc.io.read_text_folder")
+        raise TypeError(_text_instead_of_counts(
+            name, f"an array of {'bytes' if values.dtype.kind == 'S' else 'strings'} "
+                  f"({values.dtype})"))
     if np.iscomplexobj(values):
         raise ValueError(f"Complex data not supported: {name} has complex dtype {values.dtype}; "
                          "counts must be real")  # the first words: scikit-learn's API
@@ -303,6 +309,33 @@ def check_input_values(X, name="X"):
             if count:
                 raise ValueError(f"{name} contains {what} ({count} entries); counts must be "
                                  "finite and non-negative")
+
+
+def _first_text_item(values):
+    """``values`` itself if it is text, or the first item of a (nested) list of text; else None."""
+    item = values
+    while isinstance(item, (list, tuple)) and item:
+        item = item[0]
+    return item if isinstance(item, (str, bytes)) else None
+
+
+def _text_instead_of_counts(name, what):
+    return (f"{name} must hold counts (numbers), got {what}: STC learns from a document-term "
+            "count matrix; read text with stc.io.load_corpus (a folder of text files) or count "
+            "words with scikit-learn's CountVectorizer")
+
+
+def warn_more_topics_than_data(n_topics, X, name="X"):
+    """Warn when there are more topics than terms or documents: the extra topics come out as
+    copies of others (STC(n_topics=5) on 2 terms gave three identical topics)."""
+    short = [(count, what) for count, what in ((X.shape[1], "term"), (X.shape[0], "document"))
+             if n_topics > count]
+    if short:
+        sizes = " and ".join(counted(count, what) for count, what in short)
+        limit = counted(min(count for count, _ in short), "topic")
+        warnings.warn(f"n_topics={n_topics} is more than the {sizes} of {name}, too few to "
+                      f"learn that many distinct topics (some would repeat others); use at "
+                      f"most {limit}", DataWarning, stacklevel=user_stacklevel())
 
 
 def warn_dominant_count(values, name="X"):

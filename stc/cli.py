@@ -26,6 +26,8 @@ import sys
 import time
 import warnings
 
+from stc._text import counted
+
 EXIT_OK = 0
 EXIT_ERROR = 1        # a bad file, bad data, or a failure while running
 EXIT_USAGE = 2        # bad command-line arguments (argparse's convention)
@@ -528,10 +530,11 @@ def _read_data(args, model=None):
     if bad:
         raise CommandError(f"{args.data} holds {bad} NaN or infinite values; counts must be "
                            "finite and non-negative")
-    _say(args, f"read {args.data} ({corpus.format}): {X.shape[0]} documents, {X.shape[1]} "
-               f"terms, {int(X.sum())} words"
-               + (f", {len(np.unique(corpus.target))} labels" if corpus.target is not None
-                  else "") + f" ({time.perf_counter() - start:.1f} s)")
+    _say(args, f"read {args.data} ({corpus.format}): {counted(X.shape[0], 'document')}, "
+               f"{counted(X.shape[1], 'term')}, {counted(int(X.sum()), 'word')}"
+               + (f", {counted(len(np.unique(corpus.target)), 'label')}"
+                  if corpus.target is not None else "")
+               + f" ({time.perf_counter() - start:.1f} s)")
     return corpus
 
 
@@ -602,10 +605,11 @@ def _run_fit(args):
     model.set_params(verbose=0)  # progress was the command's, not the saved model's
     model.save(args.output, vocabulary=corpus.vocabulary, text_options=corpus.text_options)
     if model.interrupted_:
-        print(f"stc fit: interrupted after {model.n_iter_} iterations; saved the model learned "
-              f"so far to {args.output}", file=sys.stderr)
+        print(f"stc fit: interrupted after {counted(model.n_iter_, 'iteration')}; saved the "
+              f"model learned so far to {args.output}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    _say(args, f"{type(model).__name__}: {model.n_iter_} iterations in {elapsed:.1f} s, "
+    _say(args, f"{type(model).__name__}: {counted(model.n_iter_, 'iteration')} in "
+               f"{elapsed:.1f} s, "
                f"objective {model.objective_[-1]:.6g}"
                + (f", train accuracy {model.refit_train_accuracy_:.4f}"
                   if getattr(model, "refit_train_accuracy_", None) is not None else "")
@@ -657,7 +661,8 @@ def _run_transform(args):
     start = time.perf_counter()
     theta = model.transform(X)
     word_codes = sp.csr_matrix(model.word_codes(X)) if args.word_codes else None
-    _say(args, f"coded {X.shape[0]} documents in {time.perf_counter() - start:.1f} s; "
+    _say(args, f"coded {counted(X.shape[0], 'document')} in "
+               f"{time.perf_counter() - start:.1f} s; "
                f"{float(np.mean(theta == 0)):.3f} of the document codes are zero")
     written = [args.output]
     if extension == ".npz":
@@ -742,7 +747,8 @@ def _run_evaluate(args):
     loss, words, unknown, zeros = _held_out_loss(model, X)
     print(f"objective: {objective:.6g} ({objective / max(X.shape[0], 1):.6g} per document)")
     print(f"held-out loss ({model.loss}): {loss:.6g} ({loss / max(words, 1):.6g} per word, "
-          f"{int(words)} words of known terms; {int(unknown)} words of terms the model never "
+          f"{counted(int(words), 'word')} of known terms; {counted(int(unknown), 'word')} of "
+          "terms the model never "
           "saw left out)")
     print(f"word-code zeros: {zeros:.3f}")
     print(_completion_line(model, X))
@@ -806,19 +812,21 @@ def _run_info(args):
         f"file: {args.model} ({os.path.getsize(args.model)} bytes), checksum ok",
         f"format: {metadata['format']} version {metadata['format_version']}, written by stc "
         f"{metadata['package_version']}",
-        f"model: {metadata['estimator']}, {beta.shape[0]} topics, {beta.shape[1]} terms, loss "
+        f"model: {metadata['estimator']}, {counted(beta.shape[0], 'topic')}, "
+        f"{counted(beta.shape[1], 'term')}, loss "
         f"{loss} ({'registered' if loss in registered_losses() else 'NOT registered here'})",
     ]
     vocabulary = metadata.get("vocabulary")
     if vocabulary is None:
         lines.append("vocabulary: none (columns are numbered; text cannot be coded)")
     else:
-        lines.append(f"vocabulary: {len(vocabulary)} terms ({', '.join(vocabulary[:8])}"
+        lines.append(f"vocabulary: {counted(len(vocabulary), 'term')} "
+                     f"({', '.join(vocabulary[:8])}"
                      f"{', ...' if len(vocabulary) > 8 else ''})")
     options = metadata.get("text_options")
     if options is not None:
         stop = options.get("stop_words")
-        lines.append(f"text: {len(stop) if stop else 0} stop words, min_df "
+        lines.append(f"text: {counted(len(stop) if stop else 0, 'stop word')}, min_df "
                      f"{options.get('min_df')}, max_df {options.get('max_df')}, "
                      f"{'lower-cased' if options.get('lowercase') else 'case kept'}, encoding "
                      f"{options.get('encoding')}, token pattern {options.get('token_pattern')}")
@@ -828,7 +836,7 @@ def _run_info(args):
                      f"({', '.join(str(c) for c in classes['values'])})")
     attributes = metadata.get("attributes", {})
     if "objective_" in arrays and arrays["objective_"].size:
-        fit_line = (f"fit: {attributes.get('n_iter_')} iterations, final objective "
+        fit_line = (f"fit: {counted(attributes.get('n_iter_'), 'iteration')}, final objective "
                     f"{arrays['objective_'][-1]:.6g}")
         if "interrupted_" in attributes:
             fit_line += f", interrupted: {'yes' if attributes['interrupted_'] else 'no'}"

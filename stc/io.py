@@ -34,9 +34,10 @@ import scipy.io
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 from sklearn.feature_extraction.text import CountVectorizer
+from sklearn.base import clone
 from sklearn.utils import Bunch
 
-from stc._text import TOKEN_PATTERN
+from stc._text import TOKEN_PATTERN, counted
 from stc.datasets import stopwords as builtin_stopwords
 from stc.datasets._newsgroups import _as_counts, _read_vocabulary
 
@@ -214,8 +215,8 @@ def _check_width(X, vocabulary, path):
         hint = ""
         if X.shape[0] == vocabulary.size:
             hint = " (the matrix looks transposed: rows must be documents, columns terms)"
-        raise ValueError(f"{path} has {X.shape[1]} term columns but its vocabulary lists "
-                         f"{vocabulary.size} terms{hint}")
+        raise ValueError(f"{path} has {counted(X.shape[1], 'term column')} but its vocabulary "
+                         f"lists {counted(vocabulary.size, 'term')}{hint}")
 
 
 def _check_zero_based(zero_based):
@@ -284,8 +285,8 @@ def read_matrix_market(path, vocabulary=None, *, labels=None):
         target = (read_labels(labels) if isinstance(labels, (str, os.PathLike))
                   else np.asarray(labels))
         if target.shape != (X.shape[0],):
-            raise ValueError(f"{path} holds {X.shape[0]} documents but {target.size} labels "
-                             "were given")
+            raise ValueError(f"{path} holds {counted(X.shape[0], 'document')} but "
+                             f"{counted(target.size, 'label')} were given")
     return _corpus(X, format="matrix-market", target=target, vocabulary=vocabulary)
 
 
@@ -361,7 +362,7 @@ def iter_svmlight_batches(path, batch_size=1000, vocabulary=None, *, n_features=
     if vocabulary is not None:
         if n_features is not None and n_features != vocabulary.size:
             raise ValueError(f"n_features={n_features} but the vocabulary lists "
-                             f"{vocabulary.size} terms")
+                             f"{counted(vocabulary.size, 'term')}")
         n_features = vocabulary.size
     if n_features is None:
         n_features = _svmlight_width(path, zero_based)
@@ -441,8 +442,8 @@ def iter_matrix_market_batches(path, batch_size=1000, vocabulary=None, *, labels
     with _open_binary(path) as handle:
         n_rows, n_columns, _, _ = _matrix_market_header(handle, path)
     if vocabulary is not None and vocabulary.size != n_columns:
-        raise ValueError(f"{path} has {n_columns} term columns but its vocabulary lists "
-                         f"{vocabulary.size} terms")
+        raise ValueError(f"{path} has {counted(n_columns, 'term column')} but its vocabulary "
+                         f"lists {counted(vocabulary.size, 'term')}")
     target = _matrix_market_labels(labels, path, n_rows)
 
     def batch(first_row, rows, columns, values):
@@ -505,7 +506,7 @@ def _matrix_market_labels(labels, path, n_rows):
         raise TypeError(f"labels must be a labels file path or a sequence of labels, got "
                         f"{type(labels).__name__}")
     if target.shape != (n_rows,):
-        raise ValueError(f"{path} holds {n_rows} documents but labels has shape "
+        raise ValueError(f"{path} holds {counted(n_rows, 'document')} but labels has shape "
                          f"{target.shape} (one label per document needed)")
     return target
 
@@ -622,8 +623,30 @@ def _check_document_frequencies(path, min_df, max_df, n_documents):
                          f"least {at_least:g} documents, but the folder has {n_documents}")
     if at_most < at_least:
         raise ValueError(f"text folder {path}: max_df={max_df!r} keeps terms found in at most "
-                         f"{at_most:g} of its {n_documents} documents, fewer than the "
+                         f"{at_most:g} of its {counted(n_documents, 'document')}, fewer than the "
                          f"{at_least:g} that min_df={min_df!r} asks for: no term can be kept")
+
+
+def _why_no_term(path, texts, vectorizer, error):
+    """Our message for scikit-learn's ``error`` when ``vectorizer`` kept no term of ``texts``.
+
+    Counted again without min_df and max_df (only on this failure): either the text holds
+    no term at all, or the limits left none, and then the terms' document counts say how.
+    """
+    if vectorizer.vocabulary is not None:
+        return f"text folder {path}: {error}"
+    min_df, max_df = vectorizer.min_df, vectorizer.max_df
+    try:
+        counts = clone(vectorizer).set_params(min_df=1, max_df=1.0).fit_transform(texts)
+    except ValueError:
+        return (f"text folder {path}: no term occurs in its {counted(len(texts), 'document')}: "
+                "every word is a stop word or does not match token_pattern (check the stop "
+                "words and token_pattern)")
+    in_documents = np.bincount(counts.indices, minlength=counts.shape[1])
+    fewest, most = in_documents.min(), in_documents.max()
+    return (f"text folder {path}: min_df={min_df!r} and max_df={max_df!r} keep no term: its "
+            f"terms are found in {fewest if fewest == most else f'{fewest} to {most}'} of its "
+            f"{counted(len(texts), 'document')}; lower min_df or raise max_df")
 
 
 def read_text_folder(path, vocabulary=None, *, stop_words="builtin", min_df=1, max_df=1.0,
@@ -682,10 +705,8 @@ def read_text_folder(path, vocabulary=None, *, stop_words="builtin", min_df=1, m
         vocabulary=None if vocabulary is None else list(vocabulary), dtype=np.float64)
     try:
         X = vectorizer.fit_transform(texts)
-    except ValueError as exc:
-        # e.g. "After pruning, no terms remain" or "empty vocabulary"
-        raise ValueError(f"text folder {path}: {exc} (check the stop words, min_df={min_df!r} "
-                         f"and max_df={max_df!r})") from None
+    except ValueError as exc:  # no term at all, or none left by min_df and max_df
+        raise ValueError(_why_no_term(path, texts, vectorizer, exc)) from None
     if vocabulary is None:
         vocabulary = np.asarray(vectorizer.get_feature_names_out(), dtype=object)
     options = dict(stop_words=stop_list, min_df=min_df, max_df=max_df, lowercase=lowercase,
@@ -786,9 +807,9 @@ def load_corpus(path, *, format="auto", vocabulary=None, labels=None, zero_based
         corpus, _ = align_to_vocabulary(corpus, model_terms)
         return corpus
     if corpus.data.shape[1] > n_features:
-        raise ValueError(f"{path} has {corpus.data.shape[1]} term columns but the model knows "
-                         f"{n_features} terms; give the data's vocabulary file to match "
-                         "terms by name")
+        raise ValueError(f"{path} has {counted(corpus.data.shape[1], 'term column')} but the "
+                         f"model knows {counted(n_features, 'term')}; give the data's "
+                         "vocabulary file to match terms by name")
     if corpus.data.shape[1] < n_features:  # SVMlight: trailing terms never used
         corpus.data = sp.csr_matrix((corpus.data.data, corpus.data.indices, corpus.data.indptr),
                                     shape=(corpus.data.shape[0], n_features))

@@ -464,6 +464,66 @@ def test_damaged_model_files_are_refused_in_one_line(tmp_path, stc_model, capsys
         _one_line_error(err, "cut.model is truncated or corrupted")
 
 
+def test_a_model_file_declaring_huge_arrays_is_refused_in_one_line(tmp_path, stc_model,
+                                                                   capsys):
+    from test_persistence import _crafted
+
+    crafted = _crafted(stc_model, tmp_path / "huge.model", "objective_", "<f8", (10**11,))
+    for command in ("info", "topics"):
+        status, _, err = run([command, crafted], capsys)
+        assert status == EXIT_ERROR
+        assert err == (f"stc {command}: error: {crafted} is truncated or corrupted (member "
+                       "objective_.npy declares 100000000000 values of 8 bytes, but holds 0 "
+                       "bytes); it cannot be loaded\n")
+
+
+def test_a_folder_of_one_file_is_read_as_one_document(tmp_path, capsys):
+    (tmp_path / "texts").mkdir()
+    (tmp_path / "texts" / "only.txt").write_text("rocket orbit launch")
+    status, out, err = run(["fit", tmp_path / "texts", "-o", tmp_path / "m.stc", "-k", "1",
+                            "--max-iter", "2", "--random-state", "0"], capsys)
+    assert status == EXIT_OK
+    assert f"read {tmp_path / 'texts'} (text): 1 document, 3 terms, 3 words (" in out + err
+    status, out, err = run(["transform", tmp_path / "m.stc", tmp_path / "texts", "-o",
+                            tmp_path / "codes.npz"], capsys)
+    assert status == EXIT_OK and "coded 1 document in " in out + err  # was "1 documents"
+    status, out, _ = run(["info", tmp_path / "m.stc"], capsys)
+    assert "model: STC, 1 topic, 3 terms" in out and "fit: 2 iterations" in out
+    # more topics than documents: said once, in one line
+    status, _, err = run(["fit", tmp_path / "texts", "-o", tmp_path / "m.stc", "-k", "2",
+                          "--max-iter", "2", "--random-state", "0", "-q"], capsys)
+    assert status == EXIT_OK
+    warned = [line for line in err.splitlines() if "n_topics" in line]
+    assert warned == ["stc fit: warning: n_topics=2 is more than the 1 document of X, too few "
+                      "to learn that many distinct topics (some would repeat others); use at "
+                      "most 1 topic"]
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--min-df", "3"], "min_df=3 and max_df=1.0 keep no term: its terms are found in 1 to 2 "
+                        "of its 3 documents; lower min_df or raise max_df"),
+    (["--min-df", "0.9", "--max-df", "0.95"],
+     "min_df=0.9 and max_df=0.95 keep no term: its terms are found in 1 to 2 of its 3 "
+     "documents; lower min_df or raise max_df"),
+    (["--min-df", "1000"], "min_df=1000 keeps only terms found in at least 1000 documents, "
+                           "but the folder has 3"),
+    (["--stop-words", "none", "--token-pattern", "[0-9]+"],
+     "no term occurs in its 3 documents: every word is a stop word or does not match "
+     "token_pattern (check the stop words and token_pattern)"),
+])
+def test_document_frequencies_that_keep_no_term_are_named_in_our_words(tmp_path, capsys,
+                                                                      options, message):
+    # scikit-learn's "After pruning, no terms remain. Try a lower min_df or a higher max_df."
+    # used to be mixed into the message
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    for name, text in (("a", "rocket orbit"), ("b", "rocket goalie"), ("c", "puck pixel")):
+        (folder / f"{name}.txt").write_text(text)
+    status, _, err = run(["fit", folder, "-o", tmp_path / "m.stc", "-q", *options], capsys)
+    assert status == EXIT_ERROR
+    assert err == f"stc fit: error: text folder {folder}: {message}\n"
+
+
 def test_bad_arguments_are_usage_errors_naming_the_option(tmp_path, svmlight_dir, capsys):
     data = svmlight_dir / "train.svm"
     for argv, option in [
@@ -604,15 +664,17 @@ def test_ctrl_c_during_fit_saves_the_model_learned_so_far(tmp_path, svmlight_dir
     assert out == ""
     # after the Ctrl-C: progress lines, the fit's acknowledgement, then one closing line
     said = [line for line in err.splitlines() if not line.startswith("iter")]
+    done = said[-1].split()[4]
     assert said == ["stc: interrupt received; stopping after this iteration (Ctrl-C again to "
                     "abort)",
-                    f"stc fit: interrupted after {said[-1].split()[4]} iterations; saved the "
-                    f"model learned so far to {model}"], err
+                    f"stc fit: interrupted after {done} iteration{'' if done == '1' else 's'}; "
+                    f"saved the model learned so far to {model}"], err
     loaded = stc.load(model)
     assert loaded.interrupted_ is True
     assert 1 <= loaded.n_iter_ < 1000 and loaded.objective_.shape == (loaded.n_iter_,)
     status, out, _ = run(["info", model], capsys)
-    assert status == EXIT_OK and f"fit: {loaded.n_iter_} iterations" in out
+    plural = "" if loaded.n_iter_ == 1 else "s"
+    assert status == EXIT_OK and f"fit: {loaded.n_iter_} iteration{plural}" in out
     assert "interrupted: yes" in out
 
 

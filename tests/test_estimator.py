@@ -1,13 +1,15 @@
 """The STC estimator: scikit-learn conventions, input checks, determinism, real-data sanity."""
 import inspect
 import pickle
+import re
+import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from stc import STC, MedSTC
+from stc import STC, DataWarning, MedSTC
 from stc.datasets import load_newsgroups_split
 
 from conftest import brief_fit
@@ -38,25 +40,82 @@ def test_defaults_are_the_knee_of_the_measured_frontier():
 
 
 # The checks fit briefly, and on their generic data (normal draws shifted to be
-# non-negative, not counts) partial_fit leaves a few documents at the sweep cap.
+# non-negative, not counts) partial_fit leaves a few documents at the sweep cap; some of
+# that data has fewer terms than the 3 topics.
 @parametrize_with_checks([STC(n_topics=3, max_iter=5, random_state=0)])
 @brief_fit
 @pytest.mark.filterwarnings(
     r"ignore:\d+ documents stopped at inner_max_iter=:sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.filterwarnings(r"ignore:n_topics=3 is more than the:stc.DataWarning")
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
 
-@pytest.mark.parametrize("X, message", [
-    (sp.csr_matrix(np.array([[1.0, -1.0]])), "Negative values"),
-    (np.array([[1.0, np.nan]]), "NaN"),
-    (np.array([[1.0, np.inf]]), "infinity|infinite"),
-    (np.zeros((0, 3)), "0 sample"),
-    (np.zeros((3, 0)), "0 feature"),
+def exactly(message):
+    """A pattern matching ``message`` and nothing else."""
+    return "^" + re.escape(message) + "$"
+
+
+# Text instead of counts: scikit-learn's "could not convert string to float: 'hello world'".
+TEXT_INSTEAD_OF_COUNTS = ("X must hold counts (numbers), got {}: STC learns from a "
+                          "document-term count matrix; read text with stc.io.load_corpus (a "
+                          "folder of text files) or count words with scikit-learn's "
+                          "CountVectorizer")
+
+
+@pytest.mark.parametrize("X, error, message", [
+    (sp.csr_matrix(np.array([[1.0, -1.0]])), ValueError, "Negative values"),
+    (np.array([[1.0, np.nan]]), ValueError, "NaN"),
+    (np.array([[1.0, np.inf]]), ValueError, "infinity|infinite"),
+    (np.zeros((0, 3)), ValueError, "0 sample"),
+    (np.zeros((3, 0)), ValueError, "0 feature"),
+    (["hello world", "goodbye moon"], TypeError,
+     exactly(TEXT_INSTEAD_OF_COUNTS.format("a list of str"))),
+    ([["hello", "world"]], TypeError, exactly(TEXT_INSTEAD_OF_COUNTS.format("a list of str"))),
+    ((b"hello world",), TypeError, exactly(TEXT_INSTEAD_OF_COUNTS.format("a tuple of bytes"))),
+    ("hello world", TypeError, exactly(TEXT_INSTEAD_OF_COUNTS.format("a str"))),
+    (np.array(["hello world"]), TypeError,
+     exactly(TEXT_INSTEAD_OF_COUNTS.format("an array of strings (<U11)"))),
 ])
-def test_bad_input_is_refused(X, message):
-    with pytest.raises(ValueError, match=message):
+def test_bad_input_is_refused(X, error, message):
+    with pytest.raises(error, match=message):
         STC(n_topics=2, max_iter=2).fit(X)
+
+
+@brief_fit
+def test_text_given_to_a_fitted_model_is_refused():
+    model = STC(n_topics=2, max_iter=2).fit(small_counts())
+    with pytest.raises(TypeError, match=exactly(TEXT_INSTEAD_OF_COUNTS.format("a list of str"))):
+        model.transform(["hello world"])
+
+
+@pytest.mark.parametrize("X, n_topics, message", [
+    ([[1, 2], [3, 4]], 5, "n_topics=5 is more than the 2 terms and 2 documents of X, too few "
+                          "to learn that many distinct topics (some would repeat others); use "
+                          "at most 2 topics"),
+    (np.ones((40, 3)), 4, "n_topics=4 is more than the 3 terms of X, too few to learn that "
+                          "many distinct topics (some would repeat others); use at most 3 "
+                          "topics"),
+    (np.ones((1, 30)), 2, "n_topics=2 is more than the 1 document of X, too few to learn that "
+                          "many distinct topics (some would repeat others); use at most 1 "
+                          "topic"),
+])
+@brief_fit
+def test_more_topics_than_terms_or_documents_is_warned_about_once(X, n_topics, message):
+    # STC(n_topics=5).fit([[1, 2], [3, 4]]) returned five topics, three of them identical
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DataWarning)
+        STC(n_topics=n_topics, max_iter=2, random_state=0).fit(X)
+    warned = [w for w in caught if issubclass(w.category, DataWarning)]
+    assert [str(w.message) for w in warned] == [message]
+    assert warned[0].filename == __file__  # the user's line
+
+
+@brief_fit
+def test_as_many_topics_as_terms_and_documents_is_not_warned_about():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        STC(n_topics=2, max_iter=2, random_state=0).fit([[1, 2], [3, 4]])
 
 
 @pytest.mark.parametrize("params, message", [

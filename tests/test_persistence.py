@@ -276,6 +276,129 @@ def test_a_classifier_of_the_wrong_shape_is_refused(tmp_path, fitted_medstc):
         stc.load(edited)
 
 
+# ---- crafted files: refused from their headers and sizes, before anything is read
+
+def _crafted(source, target, name, dtype, shape, data=b"", described=True, deflated=False):
+    """``source`` with member ``name``.npy replaced by a .npy header declaring ``dtype`` and
+    ``shape``, followed by ``data``; ``described``: the metadata describes the same array
+    (so that only its size can give it away); ``deflated``: the member compressed."""
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": dtype, "fortran_order": False,
+                                                  "shape": shape})
+    with zipfile.ZipFile(source) as archive, zipfile.ZipFile(target, "w") as out:
+        for info in archive.infolist():
+            content, compression = archive.read(info.filename), zipfile.ZIP_STORED
+            if info.filename == f"{name}.npy":
+                content = header.getvalue() + data
+                compression = zipfile.ZIP_DEFLATED if deflated else compression
+            elif info.filename == METADATA_MEMBER and described:
+                metadata = json.loads(content)
+                metadata["arrays"][name] = {"dtype": dtype, "shape": list(shape)}
+                content = json.dumps(metadata).encode()
+            out.writestr(info.filename, content, compress_type=compression)
+    return target
+
+
+def _topics_shape(stc_file):
+    from stc._persistence import read_model_file
+
+    return read_model_file(stc_file)[1]["components_"].shape
+
+
+# (what the crafted member declares, what the file says); K, V: the model's topics and terms.
+# Each was refused with numpy's words or read whole: "Unable to allocate 745. GiB", "EOF:
+# reading array data", "negative dimensions are not allowed", "fails its checksum".
+CRAFTED = {
+    "1e11 doubles": (dict(name="objective_", dtype="<f8", shape=(10**11,), data=bytes(16)),
+                     "is truncated or corrupted (member objective_.npy declares 100000000000 "
+                     "values of 8 bytes, but holds 16 bytes)"),
+    "2e9 doubles": (dict(name="objective_", dtype="<f8", shape=(2 * 10**9,), data=bytes(16)),
+                    "is truncated or corrupted (member objective_.npy declares 2000000000 "
+                    "values of 8 bytes, but holds 16 bytes)"),
+    "overflowing shape": (dict(name="objective_", dtype="<f8", shape=(2**62, 2**62)),
+                          "is truncated or corrupted (member objective_.npy declares "
+                          f"{2**124} values of 8 bytes, but holds 0 bytes)"),
+    "negative shape": (dict(name="components_", dtype="<f8", shape=(-1, 8), described=False),
+                       "is not a valid stc model file (member components_.npy holds a <f8 "
+                       "array of shape (-1, 8), but its metadata describes <f8 of shape "
+                       "({K}, {V}))"),
+    "negative shape described": (dict(name="objective_", dtype="<f8", shape=(-4,)),
+                                 "is not a valid stc model file (its metadata describes "
+                                 "objective_ as dtype '<f8', shape [-4])"),
+    "wrong dtype": (dict(name="components_", dtype="<i8", shape="KV", described=False),
+                    "is not a valid stc model file (member components_.npy holds a <i8 array "
+                    "of shape ({K}, {V}), but its metadata describes <f8 of shape ({K}, {V}))"),
+    "shape unlike the metadata": (dict(name="components_", dtype="<f8", shape=(10**6, 10**6),
+                                       described=False),
+                                  "is not a valid stc model file (member components_.npy holds "
+                                  "a <f8 array of shape (1000000, 1000000), but its metadata "
+                                  "describes <f8 of shape ({K}, {V}))"),
+    "shape unlike the vocabulary": (dict(name="components_", dtype="<f8", shape=(4, 10**6)),
+                                    "is not a valid stc model file (its vocabulary gives {V} "
+                                    "terms for 1000000 topic columns)"),
+    "zip bomb": (dict(name="objective_", dtype="<f8", shape=(10**6,), data=bytes(8 * 10**6),
+                      deflated=True),
+                 r"is not a valid stc model file (member objective_.npy unpacks to 8000128 "
+                 "bytes, more than the whole file ({size} bytes))"),
+}
+
+
+def _load_costs(path):
+    """(seconds, peak bytes allocated, the error) of ``stc.load(path)``."""
+    import time
+    import tracemalloc
+
+    tracemalloc.start()
+    start = time.perf_counter()
+    error = None
+    try:
+        stc.load(path)
+    except stc.ModelFileError as exc:
+        error = exc
+    finally:
+        took, peak = time.perf_counter() - start, tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return took, peak, error
+
+
+@pytest.mark.parametrize("case", CRAFTED)
+def test_a_crafted_member_is_refused_before_it_is_read(tmp_path, stc_file, case):
+    how, message = CRAFTED[case]
+    n_topics, n_terms = _topics_shape(stc_file)
+    if how["shape"] == "KV":
+        how = dict(how, shape=(n_topics, n_terms), data=bytes(8 * n_topics * n_terms))
+    crafted = _crafted(stc_file, tmp_path / "crafted.stc", **how)
+    took, peak, error = _load_costs(crafted)
+    expected = message.format(K=n_topics, V=n_terms, size=crafted.stat().st_size)
+    assert str(error) == f"{crafted} {expected}; it cannot be loaded"
+    # no more memory than loading the valid file takes, nothing of what the header declares
+    assert took < 1.0 and peak <= _load_costs(stc_file)[1]
+
+
+def test_a_metadata_zip_bomb_is_refused(tmp_path, stc_file):
+    with zipfile.ZipFile(stc_file) as archive, \
+            zipfile.ZipFile(tmp_path / "bomb.stc", "w") as out:
+        for info in archive.infolist():
+            content = archive.read(info.filename)
+            compression = zipfile.ZIP_STORED
+            if info.filename == METADATA_MEMBER:  # valid JSON: blanks after the object
+                content, compression = content + b" " * 10**7, zipfile.ZIP_DEFLATED
+            out.writestr(info.filename, content, compress_type=compression)
+        packed = out.getinfo(METADATA_MEMBER).compress_size
+        unpacked = out.getinfo(METADATA_MEMBER).file_size
+    with pytest.raises(stc.ModelFileError) as refused:
+        stc.load(tmp_path / "bomb.stc")
+    assert str(refused.value) == (
+        f"{tmp_path / 'bomb.stc'} is not a valid stc model file (member metadata.json unpacks "
+        f"to {unpacked} bytes, more than 100 times its packed size ({packed} bytes)); it "
+        "cannot be loaded")
+
+
+def test_model_file_error_is_public():
+    assert stc.ModelFileError is ModelFileError and issubclass(stc.ModelFileError, ValueError)
+    assert "ModelFileError" in stc.__all__
+
+
 def _file_from_before(model, tmp_path, parameter):
     """``model`` saved, then rewritten as a file from before ``parameter`` existed: the
     parameter dropped from the metadata, the checksum made anew. Returns its path."""

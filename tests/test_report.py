@@ -153,6 +153,18 @@ def test_report_refuses_bad_labels(stc_page, data, tmp_path):
         stc.report(model, X, tmp_path / "r.html", y, class_names=["a"])
 
 
+@pytest.mark.parametrize("n_docs, described", [(3, "3 documents"), (1, "1 document")])
+@brief_fit
+def test_a_page_on_empty_documents_says_so(stc_page, data, tmp_path, n_docs, described):
+    # it showed "nan topics per word code", with numpy's RuntimeWarnings
+    model, _ = stc_page
+    empty = data[0][:n_docs] * 0
+    page = stc.report(model, empty, tmp_path / "empty.html").read_text(encoding="utf-8")
+    assert (f"No word of the model&#x27;s terms occurs in the {described} described: there "
+            "are no word codes, and the document codes are zero." in page)
+    assert "topics per word code" not in page  # the stat that was NaN
+
+
 @brief_fit
 def test_class_names_name_the_labels_of_y_when_y_lacks_a_class(data, tmp_path):
     # the confusion matrix wanted a name per class of the model, the page one per label of

@@ -66,6 +66,20 @@ def test_a_bad_level_is_refused_by_name():
             simd.set_level(name)
 
 
+def test_a_bad_level_is_refused_at_import_stc():
+    # import stc used to succeed; `from stc import STC` then ended an 18-line traceback
+    env = dict(os.environ, **{simd.ENVIRONMENT_VARIABLE: "avx9"})
+    done = subprocess.run([sys.executable, "-c", "import stc"], env=env, capture_output=True,
+                          text=True)
+    assert done.returncode != 0
+    assert done.stderr.splitlines()[-1] == ("ValueError: STC_SIMD_LEVEL must be one of scalar, "
+                                            "baseline, avx2, avx512; got 'avx9'")
+    assert len(done.stderr.splitlines()) <= 7
+    # the names `import stc` checks are the kernels' own
+    from stc._core._constants import SIMD_LEVEL_VARIABLE, SIMD_LEVELS
+    assert (SIMD_LEVELS, SIMD_LEVEL_VARIABLE) == (simd.LEVEL_NAMES, simd.ENVIRONMENT_VARIABLE)
+
+
 def test_show_config_names_the_level_in_use(capsys):
     stc.show_config()
     shown = capsys.readouterr().out

@@ -44,3 +44,9 @@ FAILURE_NONE = 0
 FAILURE_SOLVER = 1
 FAILURE_HESSIAN = 2
 FAILURE_LOSS = 3
+
+# The vector levels of the coding kernels, lowest first (as `_vector_kernels.h` numbers
+# them), and the environment variable that caps the level: `import stc` checks it
+# before any kernel is loaded.
+SIMD_LEVELS = ("scalar", "baseline", "avx2", "avx512")
+SIMD_LEVEL_VARIABLE = "STC_SIMD_LEVEL"

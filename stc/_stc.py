@@ -22,7 +22,7 @@ from stc._validation import (N_JOBS, RANDOM_STATE, InstanceOf, Interval, NoneVal
                              warn_dominant_count)
 from stc.coding import CodingProblem, code_known_terms
 from stc.completion import check_scorable, held_out_score, split_entries
-from stc.learners import LearningOptions, batch, dask_batch, dask_online, online
+from stc.learners import LearningOptions, LearningSteps, batch, dask_batch, dask_online, online
 from stc.learners.partitions import (DeferredProblem, check_dask_loss, current_client,
                                      is_dask_array, refuse_dask_array)
 from stc.losses import CompiledLoss, PythonLoss, get_loss
@@ -357,17 +357,15 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         start = time.perf_counter()
         distributed = is_dask_array(X)
         X, problem = self._training_data(X, distributed)
-        supervision = self._supervision(distributed, X, y, problem)
+        steps = self._learning_steps(distributed, X, y, problem)
         self._forget_earlier_fit()
         fitted = LEARNERS[distributed, self.learning_method].learn(
-            problem, X, self._learning_options(),
-            **({} if supervision is None else supervision.learner_arguments()))
+            problem, X, self._learning_options(), steps)
         if distributed:  # w_bar was measured by the partitions
             self.n_features_in_ = X.shape[1]
             problem = self._use_count_scale(fitted.count_scale)
         self._store_fitted(fitted)
-        if supervision is not None:
-            supervision.finish(self, fitted, X, problem)
+        steps.finish(self, fitted, X, problem)
         self.fit_time_ = time.perf_counter() - start
         return self
 
@@ -395,16 +393,15 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         X, count_scale = training_counts(self, X, loss, copy=not online_learning)
         return X, self._use_count_scale(count_scale)
 
-    def _supervision(self, distributed, X, y, problem):
-        """What a subclass adds to the way of learning (MedSTC: its labels' object); None here.
+    def _learning_steps(self, distributed, X, y, problem):
+        """The `stc.learners.LearningSteps` the learner runs: STC's (``y`` is ignored).
 
         Called once ``X`` is checked (in memory: validated, with the coding
         ``problem``; a dask array: before its partitions exist, ``problem`` a
-        `DeferredProblem`). The object gives the learner's extra arguments
-        (``learner_arguments()``) and ends the fit (``finish(model, fitted, X,
-        problem)``).
+        `DeferredProblem`). A subclass that adds to the way of learning
+        (MedSTC: its labels and classifier) returns its own steps.
         """
-        return None
+        return LearningSteps()
 
     def _store_fitted(self, fitted):
         """Keep a learner's `LearnedTopics` as the fitted attributes; warn if unfinished."""
@@ -456,8 +453,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         else:  # rho may have changed since the last batch: effective_rho_ follows
             problem = self._use_count_scale(self.count_scale_)
         state = self._online_state()
-        outcome = online.learn_batch(problem, X, state, self._learning_options(),
-                                     check_random_state(self.random_state))
+        outcome = online.learn_batch(problem, X, self._learning_options(), state=state,
+                                     rng=check_random_state(self.random_state))
         self._store_online_state(state)
         return self._record_batch(outcome, start)
 
@@ -519,7 +516,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             n_batches = None
         # the problem is built per batch: rho in relative units needs the first batch
         self._store_fitted(online.learn_stream(self._coding_problem, validated_batches,
-                                               n_batches, self._learning_options()))
+                                               self._learning_options(), n_batches=n_batches))
         self.fit_time_ = time.perf_counter() - start
         return self
 

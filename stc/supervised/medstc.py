@@ -5,10 +5,10 @@ Problem (4): minimise over topics, codes and the classifier eta
     objective (2)  +  C R_h(eta; theta)  +  1/2 ||eta||^2,
     R_h = (1/D) sum_d max_y [Delta(y_d, y) + eta_y . theta_d - eta_{y_d} . theta_d],
 
-`stc.supervised.steps.medstc_objective` computes it. Training runs the batch
+`stc.supervised.labelled_batch.medstc_objective` computes it. Training runs the batch
 learner (`stc.learners.batch`, the outer loop `stc.training.alternate`; for a
-dask array `stc.learners.dask_batch`, with `stc.supervised.dask_steps`) with
-two steps of its own (`stc.supervised.steps`):
+dask array `stc.learners.dask_batch`, with `stc.supervised.labelled_dask`) with
+two steps of its own (`stc.supervised.labelled_batch`):
   1. `ShiftedMeanCodingStep`: the same compiled kernel as STC, with theta's
      shifted mean: each document-code step minimises its objective minus
      b_d . theta_d, b_d = (C / D) (eta_{y_d} - eta_{yhat_d}), where yhat_d is the
@@ -26,15 +26,15 @@ labels (``refit_C``; see `MedSTC`). Test documents are coded without labels
 
 Online learning (``learning_method="online"``, `MedSTC.fit_stream`,
 `MedSTC.partial_fit`) runs STC's online learner with the batch step of
-`stc.supervised.online_steps`: shifted-mean coding of each mini-batch, STC's
+`stc.supervised.labelled_online`: shifted-mean coding of each mini-batch, STC's
 stochastic dictionary step and Pegasos steps for eta; for a dask array
 (`fit`), STC's online learner on Dask with that step split between the
-workers (coding) and the client (eta's steps; `stc.supervised.dask_steps`).
+workers (coding) and the client (eta's steps; `stc.supervised.labelled_dask`).
 
 `MedSTC.fit` is `STC.fit`: the learner of the way of learning (in memory or
-on a dask array, batch or online; `stc._stc.LEARNERS`), given what the labels
-add to it by one object per way (`SUPERVISION`), which also ends the fit: the
-refit and the classifier's fitted attributes.
+on a dask array, batch or online; `stc._stc.LEARNERS`), given MedSTC's
+`stc.learners.LearningSteps` of that way (`LABELLED_STEPS`), which also end
+the fit: the refit and the classifier's fitted attributes.
 """
 import numbers
 import time
@@ -55,13 +55,14 @@ from stc._validation import (Interval, NoneValue, Options, check_fitted_finite, 
 from stc.learners import online
 from stc.learners.partitions import is_dask_array, refuse_dask_array
 from stc.stochastic_dictionary import check_online_loss
-from stc.supervised.dask_steps import DaskOnlineLabels, DaskSupervision
-from stc.supervised.online_steps import (ONLINE_COUNTERS, OnlineLabels, labelled_step,
-                                         learn_labelled_batch, new_supervision, refit_online,
-                                         store_online_classifier)
 # REFIT_C_SCALE is read here by the docs and benchmarks as stc.supervised.medstc.REFIT_C_SCALE
-from stc.supervised.steps import (REFIT_C_SCALE, BatchSupervision,  # noqa: F401
-                                  refit_C_of_scale)
+from stc.supervised.labelled_batch import (REFIT_C_SCALE, LabelledBatchSteps,  # noqa: F401
+                                           refit_C_of_scale)
+from stc.supervised.labelled_dask import LabelledDaskBatchSteps, LabelledDaskOnlineSteps
+from stc.supervised.labelled_online import (ONLINE_COUNTERS, LabelledOnlineSteps,
+                                            LabelledStreamSteps, learn_labelled_batch,
+                                            new_supervision, refit_online,
+                                            store_online_classifier)
 
 
 # The SVM's dual variables lie on a simplex of radius C, which the projection
@@ -78,11 +79,11 @@ def auto_refit_C(theta):
     return refit_C_of_scale(mean_square_norm)
 
 
-# What supervision adds to each way of learning (the keys of `stc._stc.LEARNERS`): one
-# object per way, which gives the learner its labelled steps and ends the fit (the refit,
-# the classifier's records).
-SUPERVISION = {(False, "batch"): BatchSupervision, (False, "online"): OnlineLabels,
-               (True, "batch"): DaskSupervision, (True, "online"): DaskOnlineLabels}
+# MedSTC's `stc.learners.LearningSteps` of each way of learning (the keys of
+# `stc._stc.LEARNERS`): its labelled steps, and the end of the fit (the refit, the
+# classifier's records).
+LABELLED_STEPS = {(False, "batch"): LabelledBatchSteps, (False, "online"): LabelledOnlineSteps,
+               (True, "batch"): LabelledDaskBatchSteps, (True, "online"): LabelledDaskOnlineSteps}
 
 
 @register_estimator
@@ -99,7 +100,7 @@ class MedSTC(ClassifierMixin, STC):
     or online (``learning_method``; `fit_stream`, `partial_fit`), in memory
     or on a dask array; online, each mini-batch is coded with the shifted
     mean of the current eta and eta takes a Pegasos step on its codes
-    (`stc.supervised.online_steps`), with ``sweeps_per_iteration``
+    (`stc.supervised.labelled_online`), with ``sweeps_per_iteration``
     shifted-mean sweeps per batch. The paper's parameterisation is
     ``MedSTC(rho=0.01, rho_units="absolute", sweeps_per_iteration=None,
     tol=1e-4)``; why the defaults differ: docs/algorithms.md, "Choosing
@@ -239,7 +240,7 @@ class MedSTC(ClassifierMixin, STC):
 
         ``X`` may be a dask array of CSR row blocks (the ``[dask]`` extra), as
         for `STC.fit`: the fit then runs on the current dask.distributed client
-        (`stc.supervised.dask_steps`), with ``y`` a dask or numpy array of
+        (`stc.supervised.labelled_dask`), with ``y`` a dask or numpy array of
         one label per row; the labels, small next to ``X``, are gathered on
         the client and each partition gets its rows' labels. With
         ``learning_method="online"`` the mini-batches are the rounds of STC's
@@ -248,12 +249,12 @@ class MedSTC(ClassifierMixin, STC):
         """
         return super().fit(X, y)
 
-    def _supervision(self, distributed, X, y, problem):
-        """The labels' object of this way of learning (`SUPERVISION`), with ``y`` checked."""
+    def _learning_steps(self, distributed, X, y, problem):
+        """MedSTC's steps of this way of learning (`LABELLED_STEPS`), with ``y`` checked."""
         encoder, y_index = (self._dask_labels(X, y) if distributed
                             else self._encoded_labels(y, X.shape[0]))
-        return SUPERVISION[distributed, self.learning_method](self, encoder.classes_, y_index,
-                                                              problem)
+        return LABELLED_STEPS[distributed, self.learning_method](self, encoder.classes_,
+                                                                 y_index, problem)
 
     def _dask_labels(self, X, y):
         """(LabelEncoder, class indices) of the labels ``y`` of dask array ``X``.
@@ -313,7 +314,7 @@ class MedSTC(ClassifierMixin, STC):
         tags.estimator_type = "classifier"
         return tags
 
-    # ---- online learning (stc.supervised.online_steps)
+    # ---- online learning (stc.supervised.labelled_online)
 
     def _online_supervision(self):
         """The `OnlineSupervision` the fitted attributes hold."""
@@ -385,7 +386,7 @@ class MedSTC(ClassifierMixin, STC):
         labels with the current topics, moved by ``sweeps_per_iteration``
         sweeps with theta's shifted mean from the current eta (once there is
         one), the topics take STC's stochastic dictionary step, and both
-        classifiers a `stc.supervised.online_steps.stochastic_svm_step`: the
+        classifiers a `stc.supervised.labelled_online.stochastic_svm_step`: the
         loop's eta (``joint_coef_``) on the batch's codes, and (unless
         ``refit_C`` is None) ``coef_`` on its label-free codes. D, the
         number of documents the hinge of (4) averages over, is
@@ -472,9 +473,10 @@ class MedSTC(ClassifierMixin, STC):
             n_batches = None
         supervision = new_supervision(self, classes.size)
         one_shot = iter(batches) is batches
-        fitted = online.learn_stream(self._coding_problem, validated_batches, n_batches,
+        fitted = online.learn_stream(self._coding_problem, validated_batches,
                                      self._learning_options(),
-                                     learn_one=labelled_step(supervision, one_shot))
+                                     LabelledStreamSteps(supervision, one_shot),
+                                     n_batches=n_batches)
         self._store_fitted(fitted)
         if self.refit_C is not None and not one_shot and not fitted.interrupted:
             refit_online(self, self._coding_problem(), validated_batches(), supervision)

@@ -1,8 +1,9 @@
 """MedSTC's steps of the alternating loop (paper Sec. 3, problem (4)).
 
 `stc.training.alternate` runs them, through a learner (`stc.learners.batch` in
-memory, `stc.learners.dask_batch` on a dask array, whose partitions run
-`ShiftedMeanCodingStep` where the documents are: `stc.supervised.dask_steps`):
+memory, given `LabelledBatchSteps`; `stc.learners.dask_batch` on a dask array,
+whose partitions run `ShiftedMeanCodingStep` where the documents are:
+`stc.supervised.labelled_dask`):
 
   1. `ShiftedMeanCodingStep`: STC's compiled kernel with theta's shifted mean
      (`shifted_mean_term`), a per-document safeguard and back-off;
@@ -22,6 +23,7 @@ from stc._core._dense import row_products
 from stc._core._word_codes import SparseWordCodes
 from stc.coding import (code_documents, iteration_problem, segment_objectives, stc_objective,
                         transposed)
+from stc.learners import LearningSteps
 from stc.progress import step_capped_documents
 from stc.supervised.svm import (CuttingPlaneSVM, loss_augmented_predict, multiclass_hinge,
                                 primal_objective, sample_hinges)
@@ -341,11 +343,11 @@ class ShiftedMeanCodingStep:
                 f"skipped {self.skipped[-1]} docs")
 
 
-class BatchSupervision:
-    """What MedSTC adds to batch learning in memory: its two steps, the refit, the records.
+class LabelledBatchSteps(LearningSteps):
+    """MedSTC's `LearningSteps` for batch learning in memory: its two steps, the refit.
 
-    `stc.learners.batch.learn` runs `ShiftedMeanCodingStep` and `SVMStep`
-    (`learner_arguments`); `finish` stores the classifier and refits it
+    `stc.learners.batch.learn` runs `ShiftedMeanCodingStep` (`coding_step`)
+    and `SVMStep` (`extra_step`); `finish` stores the classifier and refits it
     (`refit_classifier`). ``model`` is the `MedSTC` being fitted, ``y_index``
     the class index of each document of the validated counts.
     """
@@ -354,16 +356,21 @@ class BatchSupervision:
         self.classes, self.y_index = classes, y_index
         self.svm_tol, self.svm_max_iter, self.cost = model.svm_tol, model.svm_max_iter, model.cost
         self.svm_step = SVMStep(model.C, model.cost, model.svm_tol, model.svm_max_iter, y_index)
-        self.coding_step = ShiftedMeanCodingStep(problem, self.svm_step, y_index.shape[0],
-                                                 model.n_jobs, model.sweeps_per_iteration)
+        self.shifted_mean_coding = ShiftedMeanCodingStep(
+            problem, self.svm_step, y_index.shape[0], model.n_jobs, model.sweeps_per_iteration)
         self.theta = None
 
-    def learner_arguments(self):
-        return dict(coding_step=self.coding_step, extra_step=self.svm_step,
-                    describe=self.coding_step.describe)
+    def coding_step(self, engine):
+        return self.shifted_mean_coding
+
+    def extra_step(self, engine):
+        return self.svm_step
+
+    def describe(self, iteration):
+        return self.shifted_mean_coding.describe(iteration)
 
     def finish(self, model, fitted, X, problem):
-        store_classifier(model, self.classes, self.svm_step, self.coding_step.reverted)
+        store_classifier(model, self.classes, self.svm_step, self.shifted_mean_coding.reverted)
         refit_classifier(model, self, X, problem)
 
     def refit_codes(self, model, X, problem):

@@ -357,7 +357,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         start = time.perf_counter()
         distributed = is_dask_array(X)
         X, problem = self._training_data(X, distributed)
-        steps = self._learning_steps(distributed, X, y, problem)
+        steps = self._learning_steps((distributed, self.learning_method), X, y, problem)
         self._forget_earlier_fit()
         fitted = LEARNERS[distributed, self.learning_method].learn(
             problem, X, self._learning_options(), steps)
@@ -393,13 +393,15 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         X, count_scale = training_counts(self, X, loss, copy=not online_learning)
         return X, self._use_count_scale(count_scale)
 
-    def _learning_steps(self, distributed, X, y, problem):
-        """The `stc.learners.LearningSteps` the learner runs: STC's (``y`` is ignored).
+    def _learning_steps(self, way, X, y, problem, classes=None):
+        """The `stc.learners.LearningSteps` the learner runs: STC's (``y``, ``classes`` ignored).
 
-        Called once ``X`` is checked (in memory: validated, with the coding
-        ``problem``; a dask array: before its partitions exist, ``problem`` a
-        `DeferredProblem`). A subclass that adds to the way of learning
-        (MedSTC: its labels and classifier) returns its own steps.
+        ``way`` is a key of `LEARNERS` (``fit``; called once ``X`` is checked:
+        in memory validated, with the coding ``problem``; a dask array before
+        its partitions exist, ``problem`` a `DeferredProblem`), ``"partial_fit"``
+        (``X`` the validated batch) or ``"fit_stream"`` (``X`` the batches). A
+        subclass that adds to the way of learning (MedSTC: its labels and
+        classifier) returns its own steps.
         """
         return LearningSteps()
 
@@ -425,7 +427,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     # ---- online learning
 
-    def partial_fit(self, X, y=None):
+    def partial_fit(self, X, y=None, classes=None):
         """Learn from one mini-batch of documents ``X`` (online learning).
 
         The batch is coded with the current topics (the first call draws
@@ -435,7 +437,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         running statistics. Only the batch's word codes are held. Works
         after ``fit`` too (either learning method): the topics learned so far
         are the starting point. A batch without a word (every document empty)
-        is skipped. Needs the Poisson loss.
+        is skipped. Needs the Poisson loss. ``y`` and ``classes`` are
+        `MedSTC`'s (ignored).
         """
         start = time.perf_counter()
         loss = self._checked_loss()
@@ -444,6 +447,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self._check_start_of_partial_fit(first)
         refuse_dask_array(X, "partial_fit")
         X = self._validate_X(X, reset=first, loss=loss, batch=True)
+        steps = self._learning_steps("partial_fit", X, y, None, classes)
         if first:
             check_training_corpus(X)
             self._forget_online_state()
@@ -453,9 +457,11 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         else:  # rho may have changed since the last batch: effective_rho_ follows
             problem = self._use_count_scale(self.count_scale_)
         state = self._online_state()
-        outcome = online.learn_batch(problem, X, self._learning_options(), state=state,
+        outcome = online.learn_batch(problem, X if steps.labels is None else (X, steps.labels),
+                                     self._learning_options(), steps, state=state,
                                      rng=check_random_state(self.random_state))
         self._store_online_state(state)
+        steps.finish(self, outcome, X, problem)
         return self._record_batch(outcome, start)
 
     def _record_batch(self, outcome, start):
@@ -472,7 +478,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.fit_time_ = time.perf_counter() - start
         return self
 
-    def fit_stream(self, batches, y=None):
+    def fit_stream(self, batches, y=None, classes=None):
         """Learn the topics online from an iterable of document-term count batches.
 
         ``batches`` yields CSR matrices (or anything ``fit`` accepts) with the
@@ -482,41 +488,45 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Each batch goes to ``partial_fit``'s step, in the order given (no
         shuffling: shuffle the stream beforehand if it is sorted, e.g. by
         class); a batch without a word is skipped. Starts afresh, like ``fit``.
+        ``y`` is ignored; ``classes`` is `MedSTC`'s.
         """
         start = time.perf_counter()
         loss = self._checked_loss()
         check_online_loss(loss)
         self._check_init_of_batch_learning()
-        check_iterable(batches, "count matrices")
+        steps = self._learning_steps("fit_stream", batches, y, None, classes)
+        check_iterable(batches, steps.stream_items)
         if iter(batches) is batches and self.n_passes > 1:
             raise TypeError(f"batches is a one-shot iterator but n_passes={self.n_passes}: "
                             "pass an iterable that can be iterated again (e.g. a list or a "
                             "stc.io batch reader) or set n_passes=1")
         for name in ("components_", "n_features_in_"):
-            if hasattr(self, name):
-                delattr(self, name)
+            self.__dict__.pop(name, None)
         self._forget_earlier_fit()
         first = True
 
-        def validated_batches():
+        def checked_counts(given):
             nonlocal first
+            refuse_dask_array(given, "fit_stream")
+            counts = self._validate_X(given, reset=first, loss=loss, batch=True)
+            if first and counts.nnz:  # batches without a word are skipped
+                self._set_count_scale(counts)  # w_bar of the first batch with words
+                first = False
+            return counts
+
+        def validated_batches():
             for number, given in enumerate(batches, start=1):
-                if given is None:
-                    raise TypeError(f"batches must yield count matrices; batch {number} is None")
-                refuse_dask_array(given, "fit_stream")
-                counts = self._validate_X(given, reset=first, loss=loss, batch=True)
-                if first and counts.nnz:  # batches without a word are skipped
-                    self._set_count_scale(counts)  # w_bar of the first batch with words
-                    first = False
-                yield counts
+                yield steps.stream_batch(given, number, checked_counts)
 
         try:
             n_batches = len(batches)
         except TypeError:  # counted in the first pass
             n_batches = None
         # the problem is built per batch: rho in relative units needs the first batch
-        self._store_fitted(online.learn_stream(self._coding_problem, validated_batches,
-                                               self._learning_options(), n_batches=n_batches))
+        fitted = online.learn_stream(self._coding_problem, validated_batches,
+                                     self._learning_options(), steps, n_batches=n_batches)
+        self._store_fitted(fitted)
+        steps.finish(self, fitted, validated_batches, self._coding_problem())
         self.fit_time_ = time.perf_counter() - start
         return self
 

@@ -90,23 +90,31 @@ class LearningSteps:
     # The class index of each document of data in memory (MedSTC), which the
     # online learner cuts with the rows of every mini-batch; None: no labels.
     labels = None
+    # What the batches of ``fit_stream`` yield, for its error messages.
+    stream_items = "count matrices"
 
     def start(self, engine):
-        """Called by the Dask learners once ``engine`` holds the partitions (MedSTC: send labels)."""
+        """Called by the Dask learners once ``engine`` holds the partitions (MedSTC: labels)."""
 
     def coding_step(self, engine):
-        """Batch learning: ``step(state, iteration)`` -> (objective terms besides the loss,
-        means); Dask online: a round's slice coder (`stc.learners.dask_online._online_code`).
-        None: STC's."""
+        """The coding step, or None for STC's.
+
+        Batch learning: ``step(state, iteration)`` returning (the objective's
+        terms besides the loss, the means); Dask online: the coder of a
+        round's slices (``coder`` of `stc.learners.dask_online._online_code`).
+        """
         return None
 
     def dictionary_step(self, engine):
-        """Batch learning: ``step(state, means)`` -> the loss after it. None: STC's."""
+        """Batch learning's ``step(state, means)`` returning the loss after it; None: STC's."""
         return None
 
     def extra_step(self, engine):
-        """Run after the dictionary step: batch learning's ``step(state, iteration)``
-        (the objective terms it adds), Dask online's ``step(reports)``. None: no extra step."""
+        """The step after the dictionary step (MedSTC's classifier), or None for none.
+
+        Batch learning: ``step(state, iteration)`` returning the objective's
+        terms it adds; Dask online: ``step(reports)``, the slices' reports.
+        """
         return None
 
     def describe(self, iteration):
@@ -114,10 +122,27 @@ class LearningSteps:
         return ""
 
     def batch_step(self):
-        """Online learning in memory: ``step(problem, batch, state, options, rng, pass_number)``
-        learning from one mini-batch, returning its `BatchOutcome`. None: STC's
-        (`stc.learners.online.learn_batch`)."""
+        """Online learning's step of one mini-batch in memory, or None for STC's.
+
+        ``step(problem, batch, state, options, rng, pass_number)`` codes the
+        batch, takes the dictionary and extra steps and returns its
+        `BatchOutcome`; STC's is `stc.learners.online.stc_batch_step`.
+        """
         return None
 
+    def stream_batch(self, given, number, checked_counts):
+        """``fit_stream``'s ``number``-th item ``given`` as the batch step reads it.
+
+        ``checked_counts(X)`` returns the validated counts of ``X``. STC's:
+        the counts; MedSTC's: (counts, class indices) of an (X, y) pair.
+        """
+        if given is None:
+            raise TypeError(f"batches must yield count matrices; batch {number} is None")
+        return checked_counts(given)
+
     def finish(self, model, fitted, data, problem):
-        """After the learner: what the estimator adds to ``fitted`` (MedSTC: the classifier)."""
+        """After the learner: what the estimator adds to ``fitted`` (MedSTC: the classifier).
+
+        ``data`` is what the learner learned from (``fit_stream``: a function
+        yielding its validated batches again).
+        """

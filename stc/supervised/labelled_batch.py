@@ -17,10 +17,12 @@ number of documents of the whole corpus (a partition holds only some of them).
 from typing import NamedTuple
 
 import numpy as np
+from sklearn.utils.multiclass import check_classification_targets
 
 from stc._core._coding import move_along_segments, segment_curvatures, segment_losses
 from stc._core._dense import row_products
 from stc._core._word_codes import SparseWordCodes
+from stc._labels import check_labels
 from stc.coding import (code_documents, iteration_problem, segment_objectives, stc_objective,
                         transposed)
 from stc.learners import LearningSteps
@@ -48,6 +50,36 @@ MAX_HALVINGS = 3  # backtracking steps of the safeguard
 def refit_C_of_scale(mean_square_norm):
     """The refit's C for ``refit_C="auto"`` given mean_d ||theta_d||^2 of the label-free codes."""
     return REFIT_C_SCALE / mean_square_norm if mean_square_norm > 0.0 else REFIT_C_SCALE
+
+
+def class_indices(y, n_docs, classes=None, name="y"):
+    """(classes, class index of each label): MedSTC's check of labels ``y``, one per document.
+
+    ``classes`` None takes them from ``y`` (at least two); given (sorted, as
+    `np.unique` returns them), every label must be one of them. ``n_docs``
+    None: the number of documents is not known yet (a dask array of unknown
+    chunk sizes); the learner checks it.
+    """
+    if y is None:
+        raise ValueError(f"MedSTC needs the labels {name}, one per document; got None")
+    y = np.asarray(y)
+    if y.ndim != 1 or (n_docs is not None and y.shape[0] != n_docs):
+        raise ValueError(f"{name} must be 1-D with one label per document "
+                         f"({'one per row of X' if n_docs is None else n_docs}), "
+                         f"got shape {y.shape}")
+    check_labels(y, name)
+    check_classification_targets(y)
+    if classes is None:
+        classes = np.unique(y)
+        if classes.size < 2:
+            raise ValueError(f"MedSTC needs at least 2 classes in {name}, got {classes.size}")
+    index = np.searchsorted(classes, y)
+    index[index >= classes.size] = 0
+    unseen = classes[index] != y
+    if unseen.any():
+        raise ValueError(f"{name} holds labels not in classes (the classes given to the "
+                         f"first call): {np.unique(y[unseen])[:5]!r}")
+    return classes, index.astype(np.intp)
 
 
 def shifted_mean_term(W, theta, y_index, C, cost, n_docs=None):

@@ -328,7 +328,7 @@ class LabelledDaskBatchSteps(LearningSteps):
         return sum(others for others, _, _ in results), None
 
     def svm_step(self, state, iteration):
-        """`stc.supervised.labelled_batch.SVMStep` with the cuts and the hinge summed on the partitions."""
+        """`SVMStep` (`stc.supervised.labelled_batch`), cuts and hinge summed by partition."""
         cuts, n_docs = self.joint_cuts, self.training.n_docs
         cuts.new_codes()
         self.svm.fit_problem(cuts, self.class_indices)

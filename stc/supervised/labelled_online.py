@@ -52,8 +52,8 @@ from stc.learners.online import rows_of, start_batch
 from stc.progress import count_capped, step_capped_documents, warn_if_unfinished
 from stc.stochastic_dictionary import (BatchOutcome, CodedBatch, batch_columns, batch_sums,
                                        stochastic_dictionary_step)
-from stc.supervised.labelled_batch import (SegmentEnd, halve_rejected_steps, refit_C_of_scale,
-                                  shifted_mean_term)
+from stc.supervised.labelled_batch import (SegmentEnd, class_indices, halve_rejected_steps,
+                                           refit_C_of_scale, shifted_mean_term)
 from stc.supervised.svm import loss_augmented_hinges, sample_hinges
 
 # Documents per step of `stochastic_svm_step` (the batch is cut into such chunks, in order).
@@ -387,17 +387,60 @@ class LabelledOnlineSteps(LearningSteps):
 
 
 class LabelledStreamSteps(LearningSteps):
-    """MedSTC's `LearningSteps` for `MedSTC.fit_stream`: its batches are (X, class indices) pairs.
+    """MedSTC's `LearningSteps` for `fit_stream`: batches of (X, labels) pairs, then the refit.
 
-    ``refit``: the refit steps run in the last pass (a one-shot stream), else
-    in `refit_online` after the passes.
+    The refit's steps run in one more pass over ``batches`` with the final
+    topics (`finish`), or, for a one-shot iterator, in the last pass.
     """
 
-    def __init__(self, supervision, refit):
-        self.supervision, self.refit = supervision, refit
+    stream_items = "(X_batch, y_batch) pairs"
+
+    def __init__(self, classes, supervision, batches):
+        self.classes, self.supervision, self.batches = classes, supervision, batches
+
+    @property
+    def one_shot(self):
+        """A one-shot iterator (it cannot be read again for the refit's pass)."""
+        return iter(self.batches) is self.batches
+
+    def stream_batch(self, given, number, checked_counts):
+        if not (isinstance(given, (tuple, list)) and len(given) == 2):
+            raise TypeError(f"batches must yield pairs (X_batch, y_batch); batch "
+                            f"{number} is a {type(given).__name__}")
+        counts = checked_counts(given[0])
+        _, y_index = class_indices(given[1], counts.shape[0], self.classes,
+                                   name=f"the labels of batch {number}")
+        return counts, y_index
 
     def batch_step(self):
-        return labelled_step(self.supervision, self.refit)
+        return labelled_step(self.supervision, self.one_shot)
+
+    def finish(self, model, fitted, data, problem):
+        """``data()`` yields the validated batches again, for the refit's pass."""
+        if model.refit_C is not None and not self.one_shot and not fitted.interrupted:
+            refit_online(model, problem, data(), self.supervision)
+        store_online_classifier(model, self.classes, self.supervision)
+
+
+class LabelledPartialFitSteps(LearningSteps):
+    """MedSTC's `LearningSteps` for one `partial_fit` batch: its labels, every step, the records.
+
+    ``supervision`` is that of the fit so far (`MedSTC._online_supervision`)
+    or a fresh one; the refit's step runs on every batch, since `partial_fit`
+    cannot know which batch is the last.
+    """
+
+    def __init__(self, classes, y_index, supervision):
+        self.classes, self.labels, self.supervision = classes, y_index, supervision
+
+    def batch_step(self):
+        def learn_one(problem, batch, state, options, rng, pass_number):
+            return learn_labelled_batch(problem, batch, state, self.supervision, options, rng,
+                                        refit=True)
+        return learn_one
+
+    def finish(self, model, fitted, data, problem):
+        store_online_classifier(model, self.classes, self.supervision)
 
 
 # Online learning's counters: fitted attribute -> `OnlineSupervision` field (saved with

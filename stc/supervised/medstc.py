@@ -37,32 +37,24 @@ on a dask array, batch or online; `stc._stc.LEARNERS`), given MedSTC's
 the fit: the refit and the classifier's fitted attributes.
 """
 import numbers
-import time
 
 import numpy as np
 from sklearn.base import ClassifierMixin
-from sklearn.preprocessing import LabelEncoder
-from sklearn.utils import check_random_state
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from stc._core._dense import row_products
 from stc._labels import check_labels
 from stc._persistence import register_estimator
 from stc._stc import STC
-from stc._validation import (Interval, NoneValue, Options, check_fitted_finite, check_iterable,
-                             check_training_corpus)
-from stc.learners import online
-from stc.learners.partitions import is_dask_array, refuse_dask_array
-from stc.stochastic_dictionary import check_online_loss
+from stc._validation import Interval, NoneValue, Options, check_fitted_finite
+from stc.learners.partitions import is_dask_array
 # REFIT_C_SCALE is read here by the docs and benchmarks as stc.supervised.medstc.REFIT_C_SCALE
 from stc.supervised.labelled_batch import (REFIT_C_SCALE, LabelledBatchSteps,  # noqa: F401
-                                           refit_C_of_scale)
+                                           class_indices, refit_C_of_scale)
 from stc.supervised.labelled_dask import LabelledDaskBatchSteps, LabelledDaskOnlineSteps
 from stc.supervised.labelled_online import (ONLINE_COUNTERS, LabelledOnlineSteps,
-                                            LabelledStreamSteps, learn_labelled_batch,
-                                            new_supervision, refit_online,
-                                            store_online_classifier)
+                                            LabelledPartialFitSteps, LabelledStreamSteps,
+                                            new_supervision)
 
 
 # The SVM's dual variables lie on a simplex of radius C, which the projection
@@ -249,45 +241,38 @@ class MedSTC(ClassifierMixin, STC):
         """
         return super().fit(X, y)
 
-    def _learning_steps(self, distributed, X, y, problem):
-        """MedSTC's steps of this way of learning (`LABELLED_STEPS`), with ``y`` checked."""
-        encoder, y_index = (self._dask_labels(X, y) if distributed
-                            else self._encoded_labels(y, X.shape[0]))
-        return LABELLED_STEPS[distributed, self.learning_method](self, encoder.classes_,
-                                                                 y_index, problem)
+    def _learning_steps(self, way, X, y, problem, classes=None):
+        """MedSTC's `stc.learners.LearningSteps` of ``way``, with the labels checked.
 
-    def _dask_labels(self, X, y):
-        """(LabelEncoder, class indices) of the labels ``y`` of dask array ``X``.
-
-        A dask ``y`` is computed on the client, whatever its chunks (the
-        labels are small next to X); the learner checks their number against
-        the partitions' rows when X's is not known.
+        ``way`` is a key of `LABELLED_STEPS` (``fit``: ``y`` one label per row
+        of ``X``), ``"partial_fit"`` (``X`` the batch) or ``"fit_stream"``
+        (``X`` the batches, whose labels are checked as they come). ``classes``:
+        every label a stream can hold (`partial_fit`, `fit_stream`).
         """
-        if is_dask_array(y):
+        if way == "partial_fit":
+            return self._partial_fit_steps(X, y, classes)
+        if way == "fit_stream":
+            classes = self._check_classes(classes, True)
+            return LabelledStreamSteps(classes, new_supervision(self, classes.size), X)
+        distributed = way[0]
+        if distributed and is_dask_array(y):
             y = y.compute()  # labels of unknown chunk sizes too; aligned by row later
-        rows = X.shape[0] if np.isfinite(X.shape[0]) else None  # else known once computed
-        return self._encoded_labels(y, rows)
+        # a dask X of unknown chunk sizes: its learner checks the number of labels
+        rows = X.shape[0] if np.isfinite(X.shape[0]) else None
+        classes, y_index = class_indices(y, rows)
+        return LABELLED_STEPS[way](self, classes, y_index, problem)
 
-    @staticmethod
-    def _encoded_labels(y, n_docs):
-        """(LabelEncoder, class index of each label), ``y`` checked: one label per document.
-
-        ``n_docs`` None: the number of documents is not known yet (a dask
-        array of unknown chunk sizes); the learner checks it.
-        """
-        if y is None:
-            raise ValueError("MedSTC.fit needs the labels y, one per document; got None")
-        y = np.asarray(y)
-        if y.ndim != 1 or (n_docs is not None and y.shape[0] != n_docs):
-            raise ValueError(f"y must be 1-D with one label per document "
-                             f"({'one per row of X' if n_docs is None else n_docs}), "
-                             f"got shape {y.shape}")
-        check_labels(y)
-        check_classification_targets(y)
-        encoder = LabelEncoder().fit(y)
-        if encoder.classes_.size < 2:
-            raise ValueError("MedSTC needs at least 2 classes in y, got 1")
-        return encoder, encoder.transform(y)
+    def _partial_fit_steps(self, X, y, classes):
+        """The steps of one `partial_fit` batch: those of a fresh start or of the fit so far."""
+        first = not hasattr(self, "components_")
+        if not first and not hasattr(self, "n_docs_seen_"):
+            raise ValueError("partial_fit continues an online fit; this model was fitted "
+                             "with learning_method='batch': fit it with "
+                             "learning_method='online', or start a new model")
+        classes, y_index = class_indices(y, X.shape[0], self._check_classes(classes, first))
+        supervision = (new_supervision(self, classes.size) if first
+                       else self._online_supervision())
+        return LabelledPartialFitSteps(classes, y_index, supervision)
 
     def decision_function(self, X):
         """Scores eta_y . theta for every class, shape (n_docs, n_classes)."""
@@ -358,129 +343,3 @@ class MedSTC(ClassifierMixin, STC):
             raise ValueError(f"classes={classes!r} differs from the classes of the first call, "
                              f"{self.classes_!r}")
         return self.classes_
-
-    def _class_indices(self, y, classes, n_docs, name="y"):
-        """The class index of each label of ``y``: one per document, each one of ``classes``."""
-        if y is None:
-            raise ValueError(f"MedSTC needs the labels {name}, one per document; got None")
-        y = np.asarray(y)
-        if y.ndim != 1 or y.shape[0] != n_docs:
-            raise ValueError(f"{name} must be 1-D with one label per document ({n_docs}), "
-                             f"got shape {y.shape}")
-        check_labels(y, name)
-        check_classification_targets(y)
-        index = np.searchsorted(classes, y)
-        index[index >= classes.size] = 0
-        unseen = classes[index] != y
-        if unseen.any():
-            raise ValueError(f"{name} holds labels not in classes (the classes given to the "
-                             f"first call): {np.unique(y[unseen])[:5]!r}")
-        return index.astype(np.intp)
-
-    def partial_fit(self, X, y=None, classes=None):
-        """Learn from one mini-batch of labelled documents (online learning).
-
-        ``classes``, every label the stream can hold, is required on the
-        first call (scikit-learn's convention) and checked on later calls;
-        ``y`` holds one of them per row of ``X``. The batch is coded without
-        labels with the current topics, moved by ``sweeps_per_iteration``
-        sweeps with theta's shifted mean from the current eta (once there is
-        one), the topics take STC's stochastic dictionary step, and both
-        classifiers a `stc.supervised.labelled_online.stochastic_svm_step`: the
-        loop's eta (``joint_coef_``) on the batch's codes, and (unless
-        ``refit_C`` is None) ``coef_`` on its label-free codes. D, the
-        number of documents the hinge of (4) averages over, is
-        ``total_samples``, or the number of documents seen so far. Works
-        after an online ``fit`` or ``fit_stream`` too. Needs the Poisson loss.
-        """
-        start = time.perf_counter()
-        loss = self._checked_loss()
-        check_online_loss(loss)
-        first = not hasattr(self, "components_")
-        self._check_start_of_partial_fit(first)
-        if not first and not hasattr(self, "n_docs_seen_"):
-            raise ValueError("partial_fit continues an online fit; this model was fitted "
-                             "with learning_method='batch': fit it with "
-                             "learning_method='online', or start a new model")
-        classes = self._check_classes(classes, first)
-        refuse_dask_array(X, "partial_fit")
-        X = self._validate_X(X, reset=first, loss=loss, batch=True)
-        y_index = self._class_indices(y, classes, X.shape[0])
-        if first:
-            check_training_corpus(X)
-            self._forget_online_state()
-            problem = self._set_count_scale(X)  # w_bar of the first batch
-            self.classes_ = classes
-            supervision = new_supervision(self, classes.size)
-        elif X.nnz == 0:
-            return self  # no word to learn from (STC's partial_fit skips it too)
-        else:  # rho may have changed since the last batch: effective_rho_ follows
-            problem = self._use_count_scale(self.count_scale_)
-            supervision = self._online_supervision()
-        state = self._online_state()
-        outcome = learn_labelled_batch(problem, (X, y_index), state, supervision,
-                                       self._learning_options(),
-                                       check_random_state(self.random_state), refit=True)
-        self._store_online_state(state)
-        store_online_classifier(self, classes, supervision)
-        return self._record_batch(outcome, start)
-
-    def fit_stream(self, batches, classes=None):
-        """Learn online from an iterable of labelled batches, pairs (counts, labels).
-
-        As `STC.fit_stream` (``n_passes`` passes over ``batches`` in the
-        order given, topic averaging in the last pass), each pair learned
-        from by `partial_fit`'s step, with every label one of ``classes``
-        (required). The refit of ``coef_`` on label-free codes runs in one
-        more pass over ``batches`` with the final topics (in the last pass
-        for a one-shot iterator). With ``total_samples`` None, D is the number of
-        documents seen so far in the first pass and the number of documents
-        of a pass after it. Starts afresh, like ``fit``.
-        """
-        start = time.perf_counter()
-        loss = self._checked_loss()
-        check_online_loss(loss)
-        self._check_init_of_batch_learning()
-        classes = self._check_classes(classes, True)
-        check_iterable(batches, "(X_batch, y_batch) pairs")
-        if iter(batches) is batches and self.n_passes > 1:
-            raise TypeError(f"batches is a one-shot iterator but n_passes={self.n_passes}: "
-                            "pass an iterable that can be iterated again (e.g. a list) or set "
-                            "n_passes=1")
-        for name in ("components_", "n_features_in_"):
-            self.__dict__.pop(name, None)
-        self._forget_earlier_fit()
-        first = True
-
-        def validated_batches():
-            nonlocal first
-            for number, pair in enumerate(batches, start=1):
-                if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
-                    raise TypeError(f"batches must yield pairs (X_batch, y_batch); batch "
-                                    f"{number} is a {type(pair).__name__}")
-                refuse_dask_array(pair[0], "fit_stream")
-                counts = self._validate_X(pair[0], reset=first, loss=loss, batch=True)
-                y_index = self._class_indices(pair[1], classes, counts.shape[0],
-                                              name=f"the labels of batch {number}")
-                if first and counts.nnz:  # batches without a word are skipped
-                    self._set_count_scale(counts)  # w_bar of the first batch with words
-                    first = False
-                yield counts, y_index
-
-        try:
-            n_batches = len(batches)
-        except TypeError:
-            n_batches = None
-        supervision = new_supervision(self, classes.size)
-        one_shot = iter(batches) is batches
-        fitted = online.learn_stream(self._coding_problem, validated_batches,
-                                     self._learning_options(),
-                                     LabelledStreamSteps(supervision, one_shot),
-                                     n_batches=n_batches)
-        self._store_fitted(fitted)
-        if self.refit_C is not None and not one_shot and not fitted.interrupted:
-            refit_online(self, self._coding_problem(), validated_batches(), supervision)
-        store_online_classifier(self, classes, supervision)
-        self.fit_time_ = time.perf_counter() - start
-        return self
-

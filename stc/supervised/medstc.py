@@ -82,103 +82,61 @@ LABELLED_STEPS = {(False, "batch"): LabelledBatchSteps, (False, "online"): Label
 class MedSTC(ClassifierMixin, STC):
     """Max-margin supervised STC: topics, codes and a multi-class SVM learned jointly.
 
-    Minimises problem (4) of the paper: STC's objective (2) plus
-    ``C`` times the averaged multi-class hinge loss of a linear classifier eta
-    on the document codes, plus ``||eta||^2 / 2``. Parameters are those of
-    `STC` (with ``max_iter`` defaulting to 20, ``tol`` to 5e-3, ``lambda_`` to
-    30 and ``theta_penalty`` to ``"l2"``; ``gamma`` defaults to ``lambda_`` as in
-    STC, and ``rho`` to 0.02 in relative units, as in STC), plus those below;
-    its attributes are STC's plus those below. It learns as STC does: batch
-    or online (``learning_method``; `fit_stream`, `partial_fit`), in memory
-    or on a dask array; online, each mini-batch is coded with the shifted
-    mean of the current eta and eta takes a Pegasos step on its codes
-    (`stc.supervised.labelled_online`), with ``sweeps_per_iteration``
-    shifted-mean sweeps per batch. The paper's parameterisation is
-    ``MedSTC(rho=0.01, rho_units="absolute", sweeps_per_iteration=None,
-    tol=1e-4)``; why the defaults differ: docs/algorithms.md, "Choosing
-    MedSTC's parameters".
+    Minimises the paper's problem (4): STC's objective (2) plus ``C`` times the
+    averaged multi-class hinge loss of a linear classifier eta on the document
+    codes, plus ``||eta||^2 / 2``. It learns as `STC` does (batch or online, in
+    memory or on a dask array; `partial_fit`, `fit_stream` with ``classes``),
+    with STC's parameters and attributes (defaults: ``max_iter=20``,
+    ``tol=5e-3``, ``lambda_=30``, ``theta_penalty="l2"``) plus those below.
+    Details, the paper's setting and how the defaults were chosen:
+    docs/user_guide.md ("MedSTC") and docs/algorithms.md.
 
     Parameters
     ----------
     C : float, default=30000.0
-        Weight of the averaged multi-class hinge loss; C and ``lambda_`` grow
-        together (chosen by cross-validation: docs/algorithms.md, "Choosing
-        MedSTC's parameters"). The hinge is averaged over documents and
-        objective (2) sums over them: on a much larger or smaller corpus, try
-        C scaled with the number of documents.
+        Weight of the averaged hinge loss; grows with ``lambda_`` (cross-validated).
     cost : float, default=3600.0
-        Cost ell of a wrong label, Delta(y, y') = ell * 1[y != y'] (the
-        paper's setting for MedSTC); the same parameter as
-        `CuttingPlaneSVM`'s ``cost``.
+        Cost ell of a wrong label, Delta(y, y') = ell * 1[y != y'] (as `CuttingPlaneSVM`'s).
     svm_tol : float, default=1e-3
         Cutting-plane tolerance, relative to ``cost``.
     svm_max_iter : int, default=1000
         Cutting-plane iterations per SVM step.
     sweeps_per_iteration : int or None, default=2
-        As in `STC`: coding sweeps per document in each outer iteration
-        (after the first, with the shifted mean; the safeguard judges the
-        step the sweeps made). None codes every document until ``inner_tol``,
-        the paper's step. How 2 was chosen: ``docs/algorithms.md``, "Choosing
-        MedSTC's parameters".
+        As in `STC`, the sweeps after the first iteration with theta's shifted mean.
     refit_C : "auto", float or None, default="auto"
-        After the loop, eta is refitted with this C on the training documents
-        coded without labels, as `transform` codes new ones (the loop's eta,
-        ``joint_coef_``, saw codes pulled towards their labels). ``"auto"``:
-        C = REFIT_C_SCALE / mean_d ||theta_d||^2 over those codes, which
-        follows their scale (docs/algorithms.md); the value used is
-        ``refit_C_``. None keeps the loop's eta (the paper's classifier).
-
+        C of eta refitted on label-free training codes after the loop ("auto":
+        REFIT_C_SCALE / mean_d ||theta_d||^2); None keeps the loop's eta.
     batch_size : int, default=512
         As in `STC` (online learning), with MedSTC's own default.
     n_passes : int, default=2
-        As in `STC` (online learning), with MedSTC's own default (how it was
-        chosen: docs/results.md, "Online MedSTC").
+        As in `STC` (online learning), with MedSTC's own default.
     total_samples : int or None, default=None
-        Online learning: D, the number of training documents the hinge of
-        (4) averages over, which sets the shifted mean's weight C / D. None:
-        ``fit`` takes the rows of X; ``fit_stream`` the documents seen so far
-        in its first pass, then the documents of one pass; ``partial_fit``
-        the documents seen so far (give it when ``partial_fit`` makes several
-        passes over a corpus).
+        Online: D, the documents the hinge averages over (None: counted as they come).
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+        The labels.
     coef_ : ndarray of shape (n_classes, n_topics)
-        eta used by `predict`: the refitted one (``refit_C``), or the
-        loop's one if ``refit_C`` is None.
+        eta used by `predict`: the refitted one, or the loop's if ``refit_C`` is None.
     joint_coef_ : ndarray of shape (n_classes, n_topics)
         eta at the end of the alternating loop.
     objective_ : ndarray of shape (n_iter,)
         Objective (4) after each outer iteration (never increases).
-    hinge_ : ndarray of shape (n_iter,)
-        The averaged hinge loss R_h after each outer iteration.
-    train_accuracy_ : ndarray of shape (n_iter,)
-        Training accuracy of the loop's eta on the training codes per iteration.
+    hinge_, train_accuracy_ : ndarray of shape (n_iter,)
+        Batch learning: R_h and the loop's eta's training accuracy per iteration.
     rejected_steps_ : ndarray of int, shape (n_iter,)
-        Per outer iteration, the training documents whose supervised coding
-        step the safeguard rejected (they kept their old codes).
+        Documents whose shifted-mean step the safeguard rejected, per iteration (online: total).
     refit_train_accuracy_ : float or None
-        Training accuracy of ``coef_`` on the label-free training codes
-        (None if ``refit_C`` is None).
+        Batch learning: training accuracy of ``coef_`` on the label-free codes.
     refit_C_ : float or None
-        The C the classifier was refitted with: ``refit_C``, or its value
-        for ``"auto"`` (None if ``refit_C`` is None).
+        The C of the refit (``refit_C``, or its value for "auto"); None without refit.
     n_docs_seen_ : int
         Online learning: documents learned from (every pass counts).
-    online_total_samples_ : int or None
-        Online learning: D (None: counted as documents come, see
-        ``total_samples``). The other ``online_*_`` attributes
-        (``online_svm_steps_``, ``online_refit_steps_``,
-        ``online_refit_square_norms_``, ``online_refit_docs_``,
-        ``online_refit_coef_``: the Pegasos step counters, the sums of
-        ``refit_C="auto"``, the refit's last iterate) keep the rest of online
-        learning's state, so that ``partial_fit`` goes on after a save and load.
-
-    With online learning, ``rejected_steps_`` is the total number of
-    rejected shifted-mean steps, ``coef_`` the mean of the refit's Pegasos
-    iterates, and ``hinge_``, ``train_accuracy_`` and
-    ``refit_train_accuracy_`` are not set.
+    online_total_samples_, online_svm_steps_, online_refit_steps_ : int or None
+        Online learning's D and step counters, saved so that ``partial_fit`` goes on.
+    online_refit_square_norms_, online_refit_docs_, online_refit_coef_
+        The refit's running sums for "auto" and its last iterate (online learning).
 
     Examples
     --------

@@ -23,7 +23,7 @@ from stc._validation import (N_JOBS, RANDOM_STATE, InstanceOf, Interval, NoneVal
 from stc.coding import CodingProblem, code_known_terms
 from stc.dictionary import check_topics_fit_in_memory
 from stc.completion import check_scorable, held_out_score, split_entries
-from stc.learners import LearningOptions, batch, dask_batch, dask_online, online
+from stc.learners import LearningOptions, LearningSteps, batch, dask_batch, dask_online, online
 from stc.learners.partitions import (DeferredProblem, check_dask_loss, current_client,
                                      is_dask_array, refuse_dask_array)
 from stc.losses import CompiledLoss, PythonLoss, get_loss
@@ -43,23 +43,9 @@ ONLINE_PARAMETERS = ("learning_method", "batch_size", "learning_decay", "learnin
 
 @register_estimator
 class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
-    """Sparse Topical Coding (Zhu & Xing, UAI 2011).
+    """Sparse Topical Coding (Zhu & Xing, UAI 2011): topics, document codes and word codes.
 
-    Learns K topics beta (each a distribution over the N terms) and, for every
-    document d, a document code theta_d >= 0 and a word code s_dn >= 0 for each
-    of its observed words n, by minimising the paper's objective (2)::
-
-        sum_d sum_{n in I_d} [ l(w_dn, s_dn . beta_n) + gamma ||s_dn - theta_d||^2
-                               + rho pen(s_dn) ]  +  lambda_ sum_d pen(theta_d)
-
-    where w_dn is the count of word n in document d, l the loss (Poisson by
-    default) and pen the l1 norm (or the squared l2 norm). With the l1
-    penalty on theta, its update is truncated averaging (the paper's eq. 3),
-    ``theta_dk = max(0, mean_n s_dnk - lambda_ / (2 gamma |I_d|))``; with the
-    l2 penalty (the paper's footnote 3, its reported setting)
-    ``theta_dk = gamma |I_d| mean_n s_dnk / (lambda_ + gamma |I_d|)``. Codes are learned
-    by coordinate descent in compiled kernels; topics by a dictionary step
-    that keeps each topic on the probability simplex.
+    The model, objective (2) and how to choose the parameters: docs/user_guide.md.
 
     Parameters
     ----------
@@ -68,141 +54,73 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     lambda_ : float, default=0.1
         Weight of the penalty on document codes theta.
     gamma : float or None, default=None
-        Weight of the coupling gamma * ||s_dn - theta_d||^2; None means ``lambda_``.
+        Weight of the coupling gamma ||s_dn - theta_d||^2; None means ``lambda_``.
     rho : float, default=0.02
-        Weight of the penalty on word codes s, in the units ``rho_units`` says.
-        The defaults are the knee of the sparsity-accuracy frontier
-        (docs/results.md); the paper's setting is ``STC(rho=0.01,
-        rho_units="absolute", theta_penalty="l2", sweeps_per_iteration=None)``.
+        Weight of the penalty on word codes, in ``rho_units``.
     rho_units : {"relative", "absolute"}, default="relative"
-        ``"absolute"``: ``rho`` is the weight in objective (2), as in the
-        paper. ``"relative"``: objective (2) gets ``effective_rho_`` = rho
-        sqrt(2 gamma w_bar), w_bar the mean stored count of the training data
-        (``count_scale_``), so that with the Poisson loss the codes' zeros do
-        not depend on the scale of the counts (docs/algorithms.md, "Sparsity").
+        Absolute: rho as in (2). Relative: (2) gets ``effective_rho_``.
     loss : str or loss instance, default="poisson"
-        Registered loss name (``stc.losses.registered_losses()``) or instance.
+        A name of ``stc.losses.registered_losses()`` or a loss instance.
     theta_penalty : {"l1", "l2"}, default="l1"
-        Penalty on theta: ``"l1"`` gives truncated averaging (eq. 3),
-        ``"l2"`` the squared l2 norm (footnote 3, the paper's reported setting).
+        Penalty on theta: l1 (truncated averaging, eq. 3) or squared l2 (footnote 3).
     code_penalty : {"l1", "l2"}, default="l1"
-        Penalty on word codes: ``"l1"`` is STC; ``"l2"`` the paper's gaussSTC.
+        Penalty on word codes: l1 is STC, l2 the paper's gaussSTC.
     max_iter : int, default=100
-        Maximum number of outer iterations (coding step + dictionary step).
+        Maximum outer iterations (coding step + dictionary step) of batch learning.
     tol : float, default=1e-4
-        Stop when the relative decrease of the objective falls under ``tol``.
+        Batch learning stops when the objective's relative decrease is under ``tol``.
     inner_max_iter : int, default=50
-        Maximum coding sweeps per document when coding documents with fixed
-        topics (``transform``, ``score``, online learning's mini-batches) and
-        in each outer iteration of batch learning when
-        ``sweeps_per_iteration`` is None.
+        Maximum coding sweeps per document (fixed topics; batch learning if no sweep cap).
     inner_tol : float, default=1e-4
-        Stop coding a document when the relative decrease of its objective
-        falls under ``inner_tol``.
+        Coding a document stops when its objective's relative decrease is under it.
     dictionary_max_iter : int, default=3
-        Maximum dictionary steps per outer iteration.
+        Maximum dictionary steps per outer iteration or mini-batch.
     sweeps_per_iteration : int or None, default=1
-        Batch learning: coding sweeps per document in each outer iteration,
-        warm-started from the codes of the last one. Every sweep decreases
-        objective (2), and the codes converge with the topics over the outer
-        iterations (docs/algorithms.md). None: each outer iteration codes
-        every document until ``inner_tol`` or ``inner_max_iter``, the
-        paper's algorithm.
+        Batch learning's coding sweeps per document per outer iteration (None: the paper's).
     n_jobs : int or None, default=None
         Threads for the kernels (None: 1, -1: all). Results do not depend on it.
     random_state : int, RandomState or None, default=None
-        Seeds the initial topics.
+        Seeds the initial topics (and online learning's batch order).
     init : {"auto", "random", "nndsvd"}, default="auto"
-        The starting topics. ``"random"``: a few drawn documents per topic,
-        mixed with the corpus distribution. ``"nndsvd"``: the non-negative
-        parts of a truncated SVD of the counts (`stc.dictionary.nndsvd_dictionary`;
-        in-memory batch learning only, and its BLAS build can change a fit's
-        last bits). ``"auto"``: ``"nndsvd"`` there from ``n_topics >= 50``,
-        else ``"random"`` (docs/quality.md, "Initialisation").
+        The starting topics: document draws, or NNDSVD (in-memory batch learning only).
     verbose : int, default=0
-        When > 0, print progress to stderr: one line per outer iteration
-        (batch learning), about ten per pass (online learning; every batch
-        when ``verbose >= 2``), as docs/cli.md shows.
+        When > 0, progress lines on stderr (docs/cli.md).
     learning_method : {"batch", "online"}, default="batch"
-        ``"batch"``: the whole corpus coded in every outer iteration (all
-        word codes in memory). ``"online"``: ``n_passes`` passes in shuffled
-        mini-batches, each coded and then learned from by a stochastic
-        dictionary step (memory grows with the batch; Poisson loss only). A
-        dask array is fitted on the current dask.distributed client in either
-        mode (docs/user_guide.md, "Online learning" and "Fitting on a Dask
-        cluster").
+        The whole corpus per iteration, or mini-batches in passes (Poisson loss only).
     batch_size : int, default=256
-        Documents per mini-batch (online learning, ``fit_stream`` excepted:
-        there the batches come as given).
-    learning_decay : float, default=0.51
-        kappa in the weight rho_t = (``learning_offset`` + t) ** -kappa of the
-        t-th batch in the running statistics; in (0.5, 1] the weights meet
-        the usual conditions for stochastic approximation to converge.
-    learning_offset : float, default=10.0
-        tau0 in rho_t (above); larger values give early batches less weight.
-        How the online defaults were chosen: docs/results.md.
+        Documents per mini-batch of online ``fit``.
+    learning_decay, learning_offset : float, default=0.51 and 10.0
+        kappa and tau0 of the t-th batch's weight rho_t = (tau0 + t) ** -kappa.
     n_passes : int, default=3
-        Passes over the documents made by ``fit`` and ``fit_stream`` with
-        online learning (``max_iter`` and ``tol`` apply to batch learning).
+        Passes over the documents of online ``fit`` and ``fit_stream``.
     topic_averaging : float in [0, 1], default=0.5
-        Online ``fit`` and ``fit_stream``: the topics are averaged over the
-        last ceil(``topic_averaging`` x batches per pass) batches of the last
-        pass (Polyak-Ruppert averaging); 0 keeps the last batch's topics. A
-        single pass over a stream of unknown length is not averaged;
-        ``partial_fit`` never averages.
+        Share of the last pass's batches whose topics are averaged (0: none).
 
     Attributes
     ----------
     components_ : ndarray of shape (n_topics, n_features)
         Topics beta, each on the probability simplex.
     objective_ : ndarray of shape (n_iter,)
-        Batch learning: objective (2) after each outer iteration (never
-        increases). Online ``fit``: for each pass, the sum over its batches
-        of each batch's objective (2) at the topics it was coded with.
-        ``partial_fit``: that objective for every batch it learned from
-        (after an online ``fit`` of several batches a pass, since that fit).
-    n_iter_ : int
-        Outer iterations run (batch learning), passes made (online ``fit``
-        and ``fit_stream``) or batches seen (``partial_fit``).
-    n_batch_iter_ : int
-        Mini-batches learned from (online learning only).
-    online_responsibilities_ : ndarray of shape (n_topics, n_features)
-        Online learning's running per-document average of the MM step's
-        sums ``beta_kn sum_j s_jk y_j / mean_j``; with
-        ``online_code_sums_`` (the average of ``sum_j s_jk``) it determines the
-        topics and lets ``partial_fit`` go on after a save and load.
-    online_code_sums_ : ndarray of shape (n_topics, n_features)
-        See ``online_responsibilities_``.
-    online_multipliers_ : ndarray of shape (n_topics,)
-        Online learning: the simplex multipliers of the last dictionary step,
-        where the next one starts (saved with the model, so that
-        ``partial_fit`` after `stc.load` goes on exactly as without it).
-    interrupted_ : bool
-        True when the fit was stopped by Ctrl-C (the model holds what it had learned).
+        Objective (2) per outer iteration (batch), pass (online) or batch (``partial_fit``).
+    n_iter_, n_batch_iter_ : int
+        Outer iterations, passes or ``partial_fit`` batches; mini-batches learned from.
+    online_responsibilities_, online_code_sums_, online_multipliers_ : ndarray
+        Online learning's running statistics, saved so that ``partial_fit`` goes on.
+    interrupted_, fit_time_ : bool, float
+        Whether Ctrl-C stopped the fit (the model keeps what it learned); its seconds.
     term_counts_ : ndarray of shape (n_features,)
-        Total count of each term in the training data (online learning: in
-        every batch learned from); `score` smooths held-out probabilities
-        with these frequencies.
+        Tokens of each term learned from; `score` smooths with these frequencies.
     n_features_in_ : int
         Number of terms (columns of ``X``) seen in ``fit``.
-    fit_time_ : float
-        Seconds spent in the last call to ``fit``.
-    count_scale_ : float
-        w_bar: the mean count of an observed entry (stored non-zero) of the
-        training data: all of ``X`` for ``fit`` (batch or online, in memory or
-        a dask array), the first batch for ``partial_fit`` (later calls keep
-        it) and ``fit_stream``.
-    effective_rho_ : float
-        The weight of the word-code penalty in objective (2): ``rho``, or
-        ``rho * sqrt(2 * gamma * count_scale_)`` in relative units.
+    count_scale_, effective_rho_ : float
+        w_bar, the training data's mean stored count; the rho of (2) it gives.
 
     Examples
     --------
     >>> from stc import STC
     >>> from stc.datasets import load_newsgroups_split
     >>> train, test = load_newsgroups_split()
-    >>> model = STC(n_topics=5, max_iter=10, random_state=0).fit(train.data)
-    >>> model.transform(test.data).shape
+    >>> STC(n_topics=5, max_iter=10, random_state=0).fit(train.data).transform(test.data).shape
     (1081, 5)
     """
 
@@ -358,17 +276,15 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         start = time.perf_counter()
         distributed = is_dask_array(X)
         X, problem = self._training_data(X, distributed)
-        supervision = self._supervision(distributed, X, y, problem)
+        steps = self._learning_steps((distributed, self.learning_method), X, y, problem)
         self._forget_earlier_fit()
         fitted = LEARNERS[distributed, self.learning_method].learn(
-            problem, X, self._learning_options(),
-            **({} if supervision is None else supervision.learner_arguments()))
+            problem, X, self._learning_options(), steps)
         if distributed:  # w_bar was measured by the partitions
             self.n_features_in_ = X.shape[1]
             problem = self._use_count_scale(fitted.count_scale)
         self._store_fitted(fitted)
-        if supervision is not None:
-            supervision.finish(self, fitted, X, problem)
+        steps.finish(self, fitted, X, problem)
         self.fit_time_ = time.perf_counter() - start
         return self
 
@@ -398,16 +314,17 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         warn_more_topics_than_data(self.n_topics, X)
         return X, self._use_count_scale(count_scale)
 
-    def _supervision(self, distributed, X, y, problem):
-        """What a subclass adds to the way of learning (MedSTC: its labels' object); None here.
+    def _learning_steps(self, way, X, y, problem, classes=None):
+        """The `stc.learners.LearningSteps` the learner runs: STC's (``y``, ``classes`` ignored).
 
-        Called once ``X`` is checked (in memory: validated, with the coding
-        ``problem``; a dask array: before its partitions exist, ``problem`` a
-        `DeferredProblem`). The object gives the learner's extra arguments
-        (``learner_arguments()``) and ends the fit (``finish(model, fitted, X,
-        problem)``).
+        ``way`` is a key of `LEARNERS` (``fit``; called once ``X`` is checked:
+        in memory validated, with the coding ``problem``; a dask array before
+        its partitions exist, ``problem`` a `DeferredProblem`), ``"partial_fit"``
+        (``X`` the validated batch) or ``"fit_stream"`` (``X`` the batches). A
+        subclass that adds to the way of learning (MedSTC: its labels and
+        classifier) returns its own steps.
         """
-        return None
+        return LearningSteps()
 
     def _store_fitted(self, fitted):
         """Keep a learner's `LearnedTopics` as the fitted attributes; warn if unfinished."""
@@ -431,7 +348,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     # ---- online learning
 
-    def partial_fit(self, X, y=None):
+    def partial_fit(self, X, y=None, classes=None):
         """Learn from one mini-batch of documents ``X`` (online learning).
 
         The batch is coded with the current topics (the first call draws
@@ -441,7 +358,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         running statistics. Only the batch's word codes are held. Works
         after ``fit`` too (either learning method): the topics learned so far
         are the starting point. A batch without a word (every document empty)
-        is skipped. Needs the Poisson loss.
+        is skipped. Needs the Poisson loss. ``y`` and ``classes`` are
+        `MedSTC`'s (ignored).
         """
         start = time.perf_counter()
         loss = self._checked_loss()
@@ -450,6 +368,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self._check_start_of_partial_fit(first)
         refuse_dask_array(X, "partial_fit")
         X = self._validate_X(X, reset=first, loss=loss, batch=True)
+        steps = self._learning_steps("partial_fit", X, y, None, classes)
         if first:
             check_training_corpus(X)
             self._forget_online_state()
@@ -459,9 +378,11 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         else:  # rho may have changed since the last batch: effective_rho_ follows
             problem = self._use_count_scale(self.count_scale_)
         state = self._online_state()
-        outcome = online.learn_batch(problem, X, state, self._learning_options(),
-                                     check_random_state(self.random_state))
+        outcome = online.learn_batch(problem, X if steps.labels is None else (X, steps.labels),
+                                     self._learning_options(), steps, state=state,
+                                     rng=check_random_state(self.random_state))
         self._store_online_state(state)
+        steps.finish(self, outcome, X, problem)
         return self._record_batch(outcome, start)
 
     def _record_batch(self, outcome, start):
@@ -478,7 +399,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.fit_time_ = time.perf_counter() - start
         return self
 
-    def fit_stream(self, batches, y=None):
+    def fit_stream(self, batches, y=None, classes=None):
         """Learn the topics online from an iterable of document-term count batches.
 
         ``batches`` yields CSR matrices (or anything ``fit`` accepts) with the
@@ -488,41 +409,45 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Each batch goes to ``partial_fit``'s step, in the order given (no
         shuffling: shuffle the stream beforehand if it is sorted, e.g. by
         class); a batch without a word is skipped. Starts afresh, like ``fit``.
+        ``y`` is ignored; ``classes`` is `MedSTC`'s.
         """
         start = time.perf_counter()
         loss = self._checked_loss()
         check_online_loss(loss)
         self._check_init_of_batch_learning()
-        check_iterable(batches, "count matrices")
+        steps = self._learning_steps("fit_stream", batches, y, None, classes)
+        check_iterable(batches, steps.stream_items)
         if iter(batches) is batches and self.n_passes > 1:
             raise TypeError(f"batches is a one-shot iterator but n_passes={self.n_passes}: "
                             "pass an iterable that can be iterated again (e.g. a list or a "
                             "stc.io batch reader) or set n_passes=1")
         for name in ("components_", "n_features_in_"):
-            if hasattr(self, name):
-                delattr(self, name)
+            self.__dict__.pop(name, None)
         self._forget_earlier_fit()
         first = True
 
-        def validated_batches():
+        def checked_counts(given):
             nonlocal first
+            refuse_dask_array(given, "fit_stream")
+            counts = self._validate_X(given, reset=first, loss=loss, batch=True)
+            if first and counts.nnz:  # batches without a word are skipped
+                self._set_count_scale(counts)  # w_bar of the first batch with words
+                first = False
+            return counts
+
+        def validated_batches():
             for number, given in enumerate(batches, start=1):
-                if given is None:
-                    raise TypeError(f"batches must yield count matrices; batch {number} is None")
-                refuse_dask_array(given, "fit_stream")
-                counts = self._validate_X(given, reset=first, loss=loss, batch=True)
-                if first and counts.nnz:  # batches without a word are skipped
-                    self._set_count_scale(counts)  # w_bar of the first batch with words
-                    first = False
-                yield counts
+                yield steps.stream_batch(given, number, checked_counts)
 
         try:
             n_batches = len(batches)
         except TypeError:  # counted in the first pass
             n_batches = None
         # the problem is built per batch: rho in relative units needs the first batch
-        self._store_fitted(online.learn_stream(self._coding_problem, validated_batches,
-                                               n_batches, self._learning_options()))
+        fitted = online.learn_stream(self._coding_problem, validated_batches,
+                                     self._learning_options(), steps, n_batches=n_batches)
+        self._store_fitted(fitted)
+        steps.finish(self, fitted, validated_batches, self._coding_problem())
         self.fit_time_ = time.perf_counter() - start
         return self
 

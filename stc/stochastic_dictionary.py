@@ -228,7 +228,7 @@ def batch_sums(X, beta, codes, means, outcome, n_jobs=None, layout=None):
 
     ``beta``: the topics the codes were made with, over ``X``'s columns.
     `code_batch` codes the batch first; online MedSTC gives its own codes
-    (those of the shifted mean, `stc.supervised.online_steps`). ``layout``: X's
+    (those of the shifted mean, `stc.supervised.labelled_online`). ``layout``: X's
     `BatchLayout`, if the caller has made it.
     """
     if layout is None:

@@ -10,7 +10,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from stc import STC
-from stc.learners import LearnedTopics, LearningOptions, batch, online
+from stc.learners import LearnedTopics, LearningOptions, LearningSteps, batch, online
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,8 @@ def test_online_learners_are_the_online_fits(corpus):
     batches = [corpus[i:i + 100] for i in range(0, corpus.shape[0], 100)]
     streamed = STC(**params).fit_stream(batches)
     problem, options = problem_and_options(STC(**params), batches[0])
-    learned = online.learn_stream(lambda: problem, lambda: batches, len(batches), options)
+    learned = online.learn_stream(lambda: problem, lambda: batches, options,
+                                  n_batches=len(batches))
     assert_same_fit(learned, streamed)
 
 
@@ -65,10 +66,41 @@ def test_one_batch_is_partial_fit(corpus):
     problem, options = problem_and_options(STC(n_topics=4, random_state=0), corpus[:100])
     state = online.OnlineState()
     for X in (corpus[:100], corpus[100:]):
-        online.learn_batch(problem, X, state, options, np.random.RandomState(0))
+        online.learn_batch(problem, X, options, state=state, rng=np.random.RandomState(0))
     np.testing.assert_array_equal(state.components, model.components_)
     np.testing.assert_array_equal(state.term_counts, model.term_counts_)
     assert state.n_batch_iter == model.n_batch_iter_ == 2
+
+
+class CountingSteps(LearningSteps):
+    """STC's steps plus an extra step that adds a constant to each iteration's objective."""
+
+    def __init__(self):
+        self.iterations = []
+
+    def extra_step(self, engine):
+        def step(state, iteration):
+            self.iterations.append(iteration)
+            return 1.0
+        return step
+
+    def describe(self, iteration):
+        return f" extra {iteration}"
+
+
+def test_batch_learner_runs_the_steps_it_is_given(corpus, capsys):
+    """The learner takes its steps from `LearningSteps` alone: the extra step enters the
+    objective and the progress lines, and STC's coding and dictionary steps are unchanged."""
+    model = STC(n_topics=4, max_iter=3, tol=0.0, random_state=0)
+    problem, options = problem_and_options(model, corpus)
+    plain = batch.learn(problem, corpus, options)
+    steps = CountingSteps()
+    verbose = LearningOptions(**{**options.__dict__, "verbose": 1})
+    counted = batch.learn(problem, corpus, verbose, steps)
+    assert steps.iterations == [1, 2, 3]
+    np.testing.assert_array_equal(counted.components, plain.components)
+    np.testing.assert_array_equal(counted.objective, plain.objective + 1.0)
+    assert "extra 3" in capsys.readouterr().err
 
 
 def test_options_are_the_estimators_parameters():

@@ -12,7 +12,7 @@ from stc.dictionary import CorpusLayout
 from stc.losses import PoissonLoss
 from stc.supervised import MedSTC
 from stc.supervised import medstc as medstc_module
-from stc.supervised.steps import (ShiftedMeanCodingStep, SVMStep, medstc_objective,
+from stc.supervised.labelled_batch import (ShiftedMeanCodingStep, SVMStep, medstc_objective,
                                   shifted_mean_term)
 from stc.supervised.svm import primal_objective
 from stc.coding import iteration_problem
@@ -103,7 +103,7 @@ def test_bad_labels_are_refused(corpus):
 def _segment_problem(X, K, seed):
     """Random topics, old and new codes (some word codes zero) and their ends' values."""
     from stc.coding import document_objectives
-    from stc.supervised.steps import SegmentEnd
+    from stc.supervised.labelled_batch import SegmentEnd
 
     rng = np.random.default_rng(seed)
     beta = rng.dirichlet(np.ones(X.shape[1]), K)
@@ -124,7 +124,7 @@ def test_segment_screen_estimates_objective_2_along_the_segment(corpus, theta_pe
     """Means linear in t and a quadratic penalty: the screen's estimate is objective (2) along
     the segment and its loss part, to rounding far inside the size it reports."""
     from stc.coding import segment_objectives
-    from stc.supervised.steps import SCREEN_RTOL, SegmentScreen
+    from stc.supervised.labelled_batch import SCREEN_RTOL, SegmentScreen
 
     X = as_csr(corpus[0][:80])
     beta, old, new, end = _segment_problem(X, 5, 11)
@@ -146,7 +146,7 @@ def test_halvings_take_the_same_steps_with_and_without_the_screen(corpus, monkey
     """Judged on the estimates where they clear the bound, exactly where they do not: the
     same steps as exact evaluation everywhere, objective values equal to rounding, and
     exact evaluations only for the points near their bound (here: the ties)."""
-    from stc.supervised import steps as steps_module
+    from stc.supervised import labelled_batch as steps_module
 
     X = as_csr(corpus[0][:120])
     beta, old, new, end = _segment_problem(X, 4, 5)

@@ -10,7 +10,7 @@ import stc
 import stc.io
 from stc import MedSTC
 from stc.dictionary import initial_dictionary
-from stc.supervised.online_steps import SVM_CHUNK, stochastic_svm_step
+from stc.supervised.labelled_online import SVM_CHUNK, stochastic_svm_step
 from stc.supervised.svm import CuttingPlaneSVM, primal_objective
 
 # rho in absolute units: fit measures w_bar on all of X, fit_stream on its first batch
@@ -337,7 +337,7 @@ def test_labels_asked_of_a_file_without_them(tmp_path, labelled):
 # ---- step 1: one label-free sweep where the codes only start step 2
 
 def _supervision_with_a_classifier(X, y, n_topics):
-    from stc.supervised.online_steps import OnlineSupervision
+    from stc.supervised.labelled_online import OnlineSupervision
 
     supervision = OnlineSupervision(int(y.max()) + 1, 3e4, 3600.0, "auto", X.shape[0], 2)
     supervision.coef = np.random.default_rng(0).normal(size=(int(y.max()) + 1, n_topics))
@@ -347,7 +347,7 @@ def _supervision_with_a_classifier(X, y, n_topics):
 @pytest.mark.parametrize("with_classifier", [False, True])
 def test_step_one_makes_the_given_sweeps_or_codes_as_transform(labelled, with_classifier):
     from stc.coding import code_new_documents
-    from stc.supervised.online_steps import LABEL_FREE_SWEEPS, code_labelled_batch
+    from stc.supervised.labelled_online import LABEL_FREE_SWEEPS, code_labelled_batch
 
     X, y, _ = labelled
     X, y = X[:120], y[:120]
@@ -373,7 +373,7 @@ def test_refit_within_a_pass_trains_on_converged_label_free_codes(labelled, monk
     """partial_fit (and a one-shot stream's last pass) refits on step 1's codes: those are
     coded to convergence, as transform codes; a learning pass with a refit pass after it
     makes one sweep."""
-    import stc.supervised.online_steps as online
+    import stc.supervised.labelled_online as online
 
     seen = []
     real = online.code_labelled_batch

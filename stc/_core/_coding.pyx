@@ -164,7 +164,7 @@ cdef inline double theta_update(double mean_code, double linear, double n_words,
     footnote 3); mean_code is the average word code s_bar_k over the
     document's n_words observed words. With linear = 0 these are the paper's
     formulas; MedSTC passes its shifted mean's linear term (see
-    `stc.supervised.steps.shifted_mean_term`).
+    `stc.supervised.labelled_batch.shifted_mean_term`).
     """
     cdef double t
     if penalty == PENALTY_L1:

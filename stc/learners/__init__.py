@@ -6,18 +6,19 @@
   ``learn_stream`` (``fit_stream``, as given) and ``learn_batch``
   (``partial_fit``, one batch, and every batch of the others).
 * `dask_batch`, `dask_online`: the same over a dask array's partitions, on
-  the current dask.distributed client; ``learn`` (both with MedSTC's
-  steps too, `stc.supervised.dask_steps`).
+  the current dask.distributed client; ``learn``.
 
-A learner takes the coding problem (`stc.coding.CodingProblem`; for a dask
-array a `stc.learners.partitions.DeferredProblem`, as w_bar, the mean count,
-is known only to the partitions), the data, the starting state and the
-`LearningOptions`, and returns the `LearnedTopics`, which the estimator
-keeps as its fitted attributes. A learner is given no estimator; the steps
-it runs are `stc.training`'s (batch) and `stc.stochastic_dictionary`'s
-(mini-batches); each learner holds its engine (the Dask learners their
-partitions' tasks, on `stc.learners.partitions`). A new way of learning is a
-module here and one line of `stc._stc.LEARNERS`.
+Every learner is called ``learn(problem, data, options, steps)``: the coding
+problem (`stc.coding.CodingProblem`; for a dask array a
+`stc.learners.partitions.DeferredProblem`, as w_bar, the mean count, is known
+only to the partitions), the data, the `LearningOptions` and the
+`LearningSteps`, and returns the `LearnedTopics`, which the estimator keeps
+as its fitted attributes. A learner is given no estimator: what an estimator
+adds to the way of learning (MedSTC: its labels, its coding step and its
+classifier step) comes through the `LearningSteps` alone. Each learner holds
+its engine (the Dask learners their partitions' tasks, on
+`stc.learners.partitions`). A new way of learning is a module here and one
+line of `stc._stc.LEARNERS`.
 """
 from dataclasses import dataclass
 
@@ -63,3 +64,85 @@ class LearnedTopics:
     capped_documents: int = 0  # documents whose last coding stopped at inner_max_iter
     count_scale: float = None  # w_bar, when the learner measured it (dask arrays)
     online: object = None      # `stc.learners.online.OnlineState`, for online learning
+
+
+class LearningSteps:
+    """What a learner needs from an estimator: the steps it runs and how the fit ends.
+
+    This class is STC's steps: each method's default (None) lets the
+    learner run its own step. MedSTC's are its subclasses
+    (`stc.supervised.labelled_batch`, `labelled_online`, `labelled_dask`),
+    one per way of learning. ``engine`` is what the learner runs the steps
+    on: the `stc.training.TrainingState` in memory, the partitions'
+    `stc.learners.dask_batch.DaskTraining` or
+    `stc.learners.dask_online.DaskOnlineTraining` on a dask array.
+
+    * batch learning (`batch`, `dask_batch`) alternates `coding_step`,
+      `dictionary_step` and `extra_step` (`stc.training.alternate`);
+    * online learning in memory (`online`) learns from each mini-batch by
+      `batch_step`, its coding, dictionary and extra steps in one (a
+      mini-batch's codes live only within it);
+    * online learning on Dask (`dask_online`) codes each round's slices on
+      the workers with `coding_step` and, after the dictionary step, runs
+      `extra_step` on what they report.
+    """
+
+    # The class index of each document of data in memory (MedSTC), which the
+    # online learner cuts with the rows of every mini-batch; None: no labels.
+    labels = None
+    # What the batches of ``fit_stream`` yield, for its error messages.
+    stream_items = "count matrices"
+
+    def start(self, engine):
+        """Called by the Dask learners once ``engine`` holds the partitions (MedSTC: labels)."""
+
+    def coding_step(self, engine):
+        """The coding step, or None for STC's.
+
+        Batch learning: ``step(state, iteration)`` returning (the objective's
+        terms besides the loss, the means); Dask online: the coder of a
+        round's slices (``coder`` of `stc.learners.dask_online._online_code`).
+        """
+        return None
+
+    def dictionary_step(self, engine):
+        """Batch learning's ``step(state, means)`` returning the loss after it; None: STC's."""
+        return None
+
+    def extra_step(self, engine):
+        """The step after the dictionary step (MedSTC's classifier), or None for none.
+
+        Batch learning: ``step(state, iteration)`` returning the objective's
+        terms it adds; Dask online: ``step(reports)``, the slices' reports.
+        """
+        return None
+
+    def describe(self, iteration):
+        """Text the batch learners add to an iteration's progress line."""
+        return ""
+
+    def batch_step(self):
+        """Online learning's step of one mini-batch in memory, or None for STC's.
+
+        ``step(problem, batch, state, options, rng, pass_number)`` codes the
+        batch, takes the dictionary and extra steps and returns its
+        `BatchOutcome`; STC's is `stc.learners.online.stc_batch_step`.
+        """
+        return None
+
+    def stream_batch(self, given, number, checked_counts):
+        """``fit_stream``'s ``number``-th item ``given`` as the batch step reads it.
+
+        ``checked_counts(X)`` returns the validated counts of ``X``. STC's:
+        the counts; MedSTC's: (counts, class indices) of an (X, y) pair.
+        """
+        if given is None:
+            raise TypeError(f"batches must yield count matrices; batch {number} is None")
+        return checked_counts(given)
+
+    def finish(self, model, fitted, data, problem):
+        """After the learner: what the estimator adds to ``fitted`` (MedSTC: the classifier).
+
+        ``data`` is what the learner learned from (``fit_stream``: a function
+        yielding its validated batches again).
+        """

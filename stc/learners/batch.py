@@ -4,14 +4,15 @@
 (`stc.training.CodingStep`, `stc.training.DictionaryStep`) until the
 relative decrease of the objective falls under ``tol`` or ``max_iter``
 iterations. MedSTC runs the same learner with its own coding step and its
-SVM step (``coding_step``, ``extra_step``).
+SVM step (its `stc.learners.LearningSteps`,
+`stc.supervised.labelled_batch.LabelledBatchSteps`).
 """
 import numpy as np
 
 from stc.coding import entry_codes, initial_codes, start_value_in_domain
 from stc.dictionary import (CorpusLayout, NonFiniteLossError, initial_dictionary,
                             nndsvd_dictionary, resolved_init)
-from stc.learners import LearnedTopics
+from stc.learners import LearnedTopics, LearningSteps
 from stc.progress import ProgressPrinter
 from stc.training import (CodingStep, DictionaryStep, TrainingState, alternate,
                           relative_decrease_below)
@@ -31,30 +32,34 @@ def initial_state(X, loss, n_topics, random_state, init="random"):
     return TrainingState(X, CorpusLayout(X), beta, codes, theta)
 
 
-def learn(problem, X, options, *, state=None, coding_step=None, extra_step=None,
-          describe=None):
+def learn(problem, X, options, steps=None, *, state=None):
     """Alternate the steps on the validated CSR counts ``X``; returns the `LearnedTopics`.
 
-    ``state`` is the starting `TrainingState` (default: `initial_state`); it
-    holds the codes at the end. ``coding_step`` defaults to STC's
-    (`stc.training.CodingStep`); ``extra_step`` runs after the dictionary
-    step (MedSTC's SVM step); ``describe(iteration)`` adds text to the
-    progress lines (``options.verbose``). A loss that becomes infinite or
-    NaN raises a ValueError saying why (`explain_non_finite_loss`).
+    ``steps`` (a `LearningSteps`, by default STC's) gives the coding, the
+    dictionary and the extra step (MedSTC's SVM step), and adds text to the
+    progress lines (``options.verbose``). ``state`` is the starting
+    `TrainingState` (default: `initial_state`); it holds the codes at the
+    end. A loss that becomes infinite or NaN raises a ValueError saying why
+    (`explain_non_finite_loss`).
     """
+    if steps is None:
+        steps = LearningSteps()
     if state is None:
         state = initial_state(X, problem.loss, options.n_topics, options.random_state,
                               options.init)
+    coding_step = steps.coding_step(state)
     if coding_step is None:
         coding_step = CodingStep(problem, options.n_jobs, options.sweeps_per_iteration)
-    progress = (ProgressPrinter(options.tol, options.max_iter, describe=describe)
+    dictionary_step = steps.dictionary_step(state)
+    if dictionary_step is None:
+        dictionary_step = DictionaryStep(problem.loss, options.dictionary_max_iter,
+                                         options.n_jobs)
+    progress = (ProgressPrinter(options.tol, options.max_iter, describe=steps.describe)
                 if options.verbose else None)
     try:
         objective, converged, interrupted = alternate(
-            state, coding_step=coding_step,
-            dictionary_step=DictionaryStep(problem.loss, options.dictionary_max_iter,
-                                           options.n_jobs),
-            extra_step=extra_step, converged=relative_decrease_below(options.tol),
+            state, coding_step=coding_step, dictionary_step=dictionary_step,
+            extra_step=steps.extra_step(state), converged=relative_decrease_below(options.tol),
             max_iter=options.max_iter, progress=progress)
     except NonFiniteLossError as exc:
         raise ValueError(explain_non_finite_loss(exc, state, problem, options.rho_units,

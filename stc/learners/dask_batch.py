@@ -22,7 +22,9 @@ The arithmetic is that of the single-machine fit; only the order of the
 sums over documents differs (partition by partition), so the fitted topics
 agree with ``fit`` on the whole matrix up to floating-point reduction order.
 MedSTC runs the same learner with its own coding step and its SVM step
-(``steps``: `stc.supervised.dask_steps`), as it runs `stc.learners.batch`.
+(its `stc.learners.LearningSteps`:
+`stc.supervised.labelled_dask.LabelledDaskBatchSteps`), as it runs
+`stc.learners.batch`.
 """
 import numpy as np
 
@@ -31,37 +33,41 @@ from stc._core._sparse_ops import mm_statistics, word_code_sums
 from stc.coding import (CodeStorage, as_code_rows, code_documents, initial_codes,
                         iteration_problem)
 from stc.dictionary import dictionary_from_draws, initial_dictionary_draws
-from stc.learners import LearnedTopics
+from stc.learners import LearnedTopics, LearningSteps
 from stc.learners.partitions import Partitions, current_client
 from stc.progress import DaskProgress, step_capped_documents
 from stc.training import alternate, relative_decrease_below
 
 
-def learn(problem, X, options, *, steps=None):
+def learn(problem, X, options, steps=None):
     """Learn from dask array ``X`` of CSR row blocks on the current client; returns the
     `LearnedTopics`.
 
     ``problem`` is a `DeferredProblem`: its loss reads the blocks
     (`stc._validation.as_count_matrix`) before w_bar is known. The starting topics are drawn from
     ``options.random_state`` as `stc.dictionary.initial_dictionary` draws them.
-    ``steps(training)``, if given, is called with the `DaskTraining` once its
-    partitions exist and returns (coding step, extra step, describe): they
-    replace STC's coding step, run after the dictionary step (MedSTC's SVM
-    step) and add text to the progress lines, as in `stc.learners.batch.learn`.
+    ``steps`` (a `LearningSteps`, by default STC's) is started with the
+    `DaskTraining` once its partitions exist, then gives the steps, as in
+    `stc.learners.batch.learn`.
     """
+    if steps is None:
+        steps = LearningSteps()
     training = DaskTraining(current_client(), X, problem.loss, problem.at, options.n_topics,
                             options.random_state, options.n_jobs,
-                            sweeps=options.sweeps_per_iteration)
-    coding_step, extra_step, describe = training.coding_step, None, None
-    if steps is not None:
-        coding_step, extra_step, describe = steps(training)
-    progress = (DaskProgress(options.tol, options.max_iter, len(training.parts), describe)
-                if options.verbose else None)
+                            sweeps=options.sweeps_per_iteration,
+                            dictionary_max_iter=options.dictionary_max_iter)
+    steps.start(training)
+    coding_step = steps.coding_step(training)
+    if coding_step is None:
+        coding_step = training.coding_step
+    dictionary_step = steps.dictionary_step(training)
+    if dictionary_step is None:
+        dictionary_step = training.dictionary_step
+    progress = (DaskProgress(options.tol, options.max_iter, len(training.parts),
+                             steps.describe) if options.verbose else None)
     objective, converged, interrupted = alternate(
-        None, coding_step=coding_step,
-        dictionary_step=lambda state, means: training.dictionary_step(
-            state, means, options.dictionary_max_iter),
-        extra_step=extra_step, converged=relative_decrease_below(options.tol),
+        None, coding_step=coding_step, dictionary_step=dictionary_step,
+        extra_step=steps.extra_step(training), converged=relative_decrease_below(options.tol),
         max_iter=options.max_iter, progress=progress)
     return LearnedTopics(training.beta, training.term_counts, np.asarray(objective),
                          len(objective), interrupted, converged=converged,
@@ -129,12 +135,14 @@ class DaskTraining:
 
     ``problem_for(count_scale)`` gives the coding problem once the mean count
     of a stored entry of the whole array is known (rho in relative units needs it).
-    ``sweeps``: coding sweeps per document per iteration, as `stc.training.CodingStep`.
+    ``sweeps``: coding sweeps per document per iteration, as `stc.training.CodingStep`;
+    ``dictionary_max_iter``: MM steps per dictionary step.
     """
 
     def __init__(self, client, X, loss, problem_for, n_topics, random_state, n_jobs,
-                 sweeps=None):
+                 sweeps=None, dictionary_max_iter=3):
         self.client, self.n_jobs, self.sweeps = client, n_jobs, sweeps
+        self.dictionary_max_iter = dictionary_max_iter
         self.loss = loss
         n_features = X.shape[1]
         self.parts = Partitions(client, X, self.loss)
@@ -179,9 +187,9 @@ class DaskTraining:
         self.capped_documents = sum(capped for _, capped in results)
         return sum(others for others, _ in results), None
 
-    def dictionary_step(self, state, means, max_iter, tol=1e-4):
+    def dictionary_step(self, state, means, tol=1e-4):
         """`stc.dictionary.mm_dictionary_steps` with the sums gathered from the partitions."""
-        loss = self.loss
+        loss, max_iter = self.loss, self.dictionary_max_iter
         value, plain, weighted_sums = _sum_in_order(self.parts.run(_first_sums, loss,
                                                                    self.n_jobs))
         if not np.isfinite(value):

@@ -6,8 +6,8 @@ round takes a slice of each partition, the workers code their slices and the
 client takes the stochastic dictionary step of `stc.stochastic_dictionary`.
 w_bar is the whole array's, as for `stc.learners.dask_batch`, so the coding
 problem comes as a `stc.learners.partitions.DeferredProblem`. Online MedSTC
-runs the same rounds with its labels (``labels``:
-`stc.supervised.dask_steps.DaskOnlineLabels`), as it runs
+runs the same rounds with its labels (its `stc.learners.LearningSteps`:
+`stc.supervised.labelled_dask.LabelledDaskOnlineSteps`), as it runs
 `stc.learners.online` with its own batch step.
 """
 import numbers
@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
+from stc.learners import LearningSteps
 from stc.dictionary import dictionary_from_draws, initial_dictionary_draws
 from stc.learners.online import OnlineState, run_passes
 from stc.learners.partitions import Partitions, current_client
@@ -25,23 +26,22 @@ from stc.stochastic_dictionary import (BatchOutcome, code_batch, introduce_terms
                                        learning_rate, stochastic_dictionary_step)
 
 
-def learn(problem, X, options, *, labels=None):
+def learn(problem, X, options, steps=None):
     """Learn online from dask array ``X`` of CSR row blocks on the current client; returns the
     `LearnedTopics`.
 
     ``problem`` is a `DeferredProblem` (w_bar is known once the partitions
-    are read).
-    ``labels.attach(training)``, if given, is called with the
-    `DaskOnlineTraining` once its partitions exist: it sends each partition
-    its labels, and the rounds then code the slices with them and take
-    ``labels``' classifier step after each dictionary step (online MedSTC).
+    are read). ``steps`` (a `LearningSteps`, by default STC's) is started
+    with the `DaskOnlineTraining` once its partitions exist (online MedSTC
+    sends each partition its labels); each round's slices are then coded by
+    its ``coding_step`` and its ``extra_step`` follows the dictionary step
+    (online MedSTC's classifier step).
     """
     training = DaskOnlineTraining(
         current_client(), X, problem.loss, problem.at, options.n_topics, options.random_state, options.n_jobs,
         batch_size=options.batch_size, learning_offset=options.learning_offset,
-        learning_decay=options.learning_decay, max_steps=options.dictionary_max_iter)
-    if labels is not None:
-        labels.attach(training)
+        learning_decay=options.learning_decay, max_steps=options.dictionary_max_iter,
+        steps=LearningSteps() if steps is None else steps)
     return training.run(options)
 
 
@@ -211,15 +211,15 @@ class DaskOnlineTraining:
     current pass and one slice's word codes; on the client: three K x N
     arrays and one round's sums.
 
-    Online MedSTC runs the same rounds with its labels (``labels``:
-    `stc.supervised.dask_steps.DaskOnlineLabels`): each round's coder,
-    which travels with the topic columns, codes the slices with the
+    Online MedSTC runs the same rounds with its `stc.learners.LearningSteps`
+    (`stc.supervised.labelled_dask.LabelledDaskOnlineSteps`): each round's
+    coder, which travels with the topic columns, codes the slices with the
     shifted mean of the current eta, and the client takes eta's step on the
     round's codes after the dictionary step.
     """
 
     def __init__(self, client, X, loss, problem_for, n_topics, random_state, n_jobs, *,
-                 batch_size, learning_offset, learning_decay, max_steps):
+                 batch_size, learning_offset, learning_decay, max_steps, steps):
         self.client, self.n_jobs = client, n_jobs
         self.n_topics, self.max_steps = n_topics, max_steps
         self.learning_offset, self.learning_decay = learning_offset, learning_decay
@@ -245,10 +245,9 @@ class DaskOnlineTraining:
         self.state = OnlineState(term_counts=np.zeros(self.n_features))
         self.selected = None  # what each partition's slice of the next round holds
         self.busy_seconds = np.zeros(len(self.parts))  # time inside the kernels, per partition
-        # online MedSTC's labels (`stc.supervised.dask_steps.DaskOnlineLabels`, set by its
-        # attach): the round's coder of the slices, and its learn(reports) after the
-        # dictionary step; None for STC
-        self.labels = None
+        self.steps = steps
+        steps.start(self)
+        self.extra_step = steps.extra_step(self)
 
     def selection(self, pass_number, round_index):
         """What each partition's `slice_rows` needs for one round, in partition order."""
@@ -281,7 +280,7 @@ class DaskOnlineTraining:
         introduce_terms_by_count(state.components, counts)
         union = np.flatnonzero(counts > 0)
         positions = [np.searchsorted(union, terms) for _, terms, _, _ in selected]
-        coder = None if self.labels is None else self.labels.slice_coder()
+        coder = self.steps.coding_step(self)  # None: STC's, code_batch
         results = self.parts.run_each(_online_code, [
             (self.problem, np.take(state.components, s[1], axis=1), self.n_jobs, nxt,
              self.max_steps > 1, coder) for s, nxt in zip(selected, following)])
@@ -312,8 +311,8 @@ class DaskOnlineTraining:
             SimpleNamespace(plain=plain, responsibilities=responsibilities),
             responsibilities_at,
             max_steps=self.max_steps, n_jobs=self.n_jobs)
-        if self.labels is not None:  # online MedSTC: eta's step on the round's codes
-            self.labels.learn([r[5] for r in results])
+        if self.extra_step is not None:  # online MedSTC: eta's step on the round's codes
+            self.extra_step([r[5] for r in results])
         outcome = BatchOutcome(sum(r[2].objective for r in results), n_docs,
                                sum(r[2].capped_documents for r in results))
         return outcome, [r[4] for r in results]

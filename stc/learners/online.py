@@ -4,8 +4,9 @@
 passes over the documents in shuffled mini-batches, `learn_stream`
 (``STC.fit_stream``) over an iterable of batches as given, and
 `learn_batch` (``STC.partial_fit``, and every batch of the others) learns
-from one batch (`stc.stochastic_dictionary.learn_from_batch`: the batch coded,
-then the stochastic dictionary step). The state carried from batch to batch
+from one batch by the `LearningSteps`' batch step, by default STC's
+(`stc_batch_step`: `stc.stochastic_dictionary.learn_from_batch`, the batch
+coded, then the stochastic dictionary step). The state carried from batch to batch
 (`OnlineState`) is the estimator's online attributes, so ``partial_fit``
 goes on after a fit, a save and a load. `run_passes` drives the passes, here
 and for a dask array's rounds (`stc.learners.dask_online`): the topic
@@ -20,7 +21,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from stc.dictionary import initial_dictionary
-from stc.learners import LearnedTopics
+from stc.learners import LearnedTopics, LearningSteps
 from stc.progress import StopRequest
 from stc.stochastic_dictionary import (OnlineStatistics, introduce_new_terms, learn_from_batch,
                                        learning_rate)
@@ -41,13 +42,26 @@ def writable(array):
     return np.require(array, dtype=np.float64, requirements=["C", "W"])
 
 
-def learn_batch(problem, X, state, options, rng):
-    """Code the CSR batch ``X``, take the stochastic dictionary step; returns its `BatchOutcome`.
+def learn_batch(problem, batch, options, steps=None, *, state, rng, pass_number=1):
+    """Learn from one mini-batch by ``steps``' batch step (default: `stc_batch_step`).
 
-    ``state`` (an `OnlineState`) is updated; its arrays in place from the
-    second batch on (a loaded model's arrays are copied once if they are
-    not writable C-contiguous float64). The first batch draws the starting
-    topics from ``rng``.
+    ``batch`` is CSR counts, or what ``steps`` reads (MedSTC: the pair
+    (counts, class indices)); ``state`` (an `OnlineState`) is updated. The
+    first batch draws the starting topics from ``rng``. Returns the batch's
+    `BatchOutcome`.
+    """
+    step = None if steps is None else steps.batch_step()
+    if step is None:
+        return stc_batch_step(problem, batch, state, options, rng)
+    return step(problem, batch, state, options, rng, pass_number)
+
+
+def stc_batch_step(problem, X, state, options, rng):
+    """STC's step of the CSR batch ``X``: coded, then the stochastic dictionary step.
+
+    ``state``'s arrays are updated in place from the second batch on (a
+    loaded model's arrays are copied once if they are not writable
+    C-contiguous float64). Returns the `BatchOutcome`.
     """
     statistics, rho = start_batch(X, state, options, rng)
     state.components, state.statistics, outcome = learn_from_batch(
@@ -76,14 +90,14 @@ def start_batch(X, state, options, rng):
                                      options.learning_decay)
 
 
-def learn(problem, X, options, state=None, *, y=None, learn_one=None):
+def learn(problem, X, options, steps=None, *, state=None):
     """``options.n_passes`` passes over validated CSR ``X`` in shuffled mini-batches.
 
     Each pass draws a new order from ``options.random_state``, which also
-    draws the starting topics. With labels ``y`` (MedSTC) each batch is the
-    pair (rows of X, their labels). ``learn_one`` replaces `learn_batch` (see
-    `learn_stream`). Returns the `LearnedTopics`.
+    draws the starting topics. With ``steps.labels`` (MedSTC) each batch is
+    the pair (rows of X, their labels). Returns the `LearnedTopics`.
     """
+    steps = LearningSteps() if steps is None else steps
     rng = check_random_state(options.random_state)
 
     def shuffled_batches():
@@ -91,11 +105,11 @@ def learn(problem, X, options, state=None, *, y=None, learn_one=None):
         for first in range(0, X.shape[0], options.batch_size):
             rows = order[first:first + options.batch_size]
             batch = rows_of(X, rows)
-            yield batch if y is None else (batch, y[rows])
+            yield batch if steps.labels is None else (batch, steps.labels[rows])
 
     n_batches = -(-X.shape[0] // options.batch_size)
     return _passes(lambda: problem, shuffled_batches, n_batches,
-                   OnlineState() if state is None else state, options, rng, learn_one)
+                   OnlineState() if state is None else state, options, rng, steps)
 
 
 def rows_of(X, rows):
@@ -106,30 +120,29 @@ def rows_of(X, rows):
     return batch
 
 
-def learn_stream(problem_of, make_batches, n_batches, options, state=None, *, learn_one=None):
+def learn_stream(problem_of, make_batches, options, steps=None, *, n_batches=None,
+                 state=None):
     """``options.n_passes`` passes over the batches ``make_batches()`` yields, in their order.
 
     ``problem_of()`` gives each batch's coding problem: with rho in relative
     units it is known only once the first batch is read. ``n_batches``, the
     batches per pass (for the topic averaging), may be None: it is then
-    counted in the first pass. ``learn_one(problem, batch, state, options,
-    rng, pass_number)`` learns from one batch instead of `learn_batch` (online
-    MedSTC's step, whose batches are (X, labels) pairs). Returns the
-    `LearnedTopics`.
+    counted in the first pass. Each batch is learned from by ``steps``'
+    batch step (`learn_batch`; MedSTC's batches are (X, labels) pairs).
+    Returns the `LearnedTopics`.
     """
     return _passes(problem_of, make_batches, n_batches,
                    OnlineState() if state is None else state, options,
-                   check_random_state(options.random_state), learn_one)
+                   check_random_state(options.random_state), steps)
 
 
-def _passes(problem_of, make_batches, n_batches, state, options, rng, learn_one=None):
+def _passes(problem_of, make_batches, n_batches, state, options, rng, steps):
     """The passes of `learn` and `learn_stream` over ``make_batches()``."""
     def learn_from(batch, pass_number):
         if (batch[0] if isinstance(batch, tuple) else batch).nnz == 0:
             return None  # no word to learn from: a step would only shrink the statistics
-        if learn_one is None:
-            return learn_batch(problem_of(), batch, state, options, rng)
-        return learn_one(problem_of(), batch, state, options, rng, pass_number)
+        return learn_batch(problem_of(), batch, options, steps, state=state, rng=rng,
+                           pass_number=pass_number)
 
     return run_passes(lambda pass_number: make_batches(), learn_from, state, n_batches, options)
 

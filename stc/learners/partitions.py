@@ -4,7 +4,7 @@ The Dask learners (`stc.learners.dask_batch`, `stc.learners.dask_online`)
 keep each row block (`Partition`) of the corpus on the worker that holds it,
 with its codes: the (nnz, K) word codes never travel, and the tasks that
 update a partition run where it lives (`Partitions`). MedSTC adds its labels
-and state to the same partitions (`stc.supervised.dask_steps`).
+and state to the same partitions (`stc.supervised.labelled_dask`).
 Partitions are updated in place on their worker: a worker lost during the
 fit fails it (Dask cannot recompute a partition's codes).
 """
@@ -88,7 +88,7 @@ class Partition:
         # coded slice (its word codes, until the next)
         self._order = (None, None)
         self.pending = self.pending_rows = self.coded = None
-        # MedSTC: the partition's labels and supervised state (stc.supervised.dask_steps)
+        # MedSTC: the partition's labels and supervised state (stc.supervised.labelled_dask)
         self.supervised = None
 
     @property

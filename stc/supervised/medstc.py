@@ -5,10 +5,10 @@ Problem (4): minimise over topics, codes and the classifier eta
     objective (2)  +  C R_h(eta; theta)  +  1/2 ||eta||^2,
     R_h = (1/D) sum_d max_y [Delta(y_d, y) + eta_y . theta_d - eta_{y_d} . theta_d],
 
-`stc.supervised.steps.medstc_objective` computes it. Training runs the batch
+`stc.supervised.labelled_batch.medstc_objective` computes it. Training runs the batch
 learner (`stc.learners.batch`, the outer loop `stc.training.alternate`; for a
-dask array `stc.learners.dask_batch`, with `stc.supervised.dask_steps`) with
-two steps of its own (`stc.supervised.steps`):
+dask array `stc.learners.dask_batch`, with `stc.supervised.labelled_dask`) with
+two steps of its own (`stc.supervised.labelled_batch`):
   1. `ShiftedMeanCodingStep`: the same compiled kernel as STC, with theta's
      shifted mean: each document-code step minimises its objective minus
      b_d . theta_d, b_d = (C / D) (eta_{y_d} - eta_{yhat_d}), where yhat_d is the
@@ -26,42 +26,35 @@ labels (``refit_C``; see `MedSTC`). Test documents are coded without labels
 
 Online learning (``learning_method="online"``, `MedSTC.fit_stream`,
 `MedSTC.partial_fit`) runs STC's online learner with the batch step of
-`stc.supervised.online_steps`: shifted-mean coding of each mini-batch, STC's
+`stc.supervised.labelled_online`: shifted-mean coding of each mini-batch, STC's
 stochastic dictionary step and Pegasos steps for eta; for a dask array
 (`fit`), STC's online learner on Dask with that step split between the
-workers (coding) and the client (eta's steps; `stc.supervised.dask_steps`).
+workers (coding) and the client (eta's steps; `stc.supervised.labelled_dask`).
 
 `MedSTC.fit` is `STC.fit`: the learner of the way of learning (in memory or
-on a dask array, batch or online; `stc._stc.LEARNERS`), given what the labels
-add to it by one object per way (`SUPERVISION`), which also ends the fit: the
-refit and the classifier's fitted attributes.
+on a dask array, batch or online; `stc._stc.LEARNERS`), given MedSTC's
+`stc.learners.LearningSteps` of that way (`LABELLED_STEPS`), which also end
+the fit: the refit and the classifier's fitted attributes.
 """
 import numbers
-import time
 
 import numpy as np
 from sklearn.base import ClassifierMixin
-from sklearn.preprocessing import LabelEncoder
-from sklearn.utils import check_random_state
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from stc._core._dense import row_products
 from stc._labels import check_labels
 from stc._persistence import register_estimator
 from stc._stc import STC
-from stc._validation import (Interval, NoneValue, Options, check_fitted_finite, check_iterable,
-                             check_training_corpus)
-from stc.learners import online
-from stc.learners.partitions import is_dask_array, refuse_dask_array
-from stc.stochastic_dictionary import check_online_loss
-from stc.supervised.dask_steps import DaskOnlineLabels, DaskSupervision
-from stc.supervised.online_steps import (ONLINE_COUNTERS, OnlineLabels, labelled_step,
-                                         learn_labelled_batch, new_supervision, refit_online,
-                                         store_online_classifier)
+from stc._validation import Interval, NoneValue, Options, check_fitted_finite
+from stc.learners.partitions import is_dask_array
 # REFIT_C_SCALE is read here by the docs and benchmarks as stc.supervised.medstc.REFIT_C_SCALE
-from stc.supervised.steps import (REFIT_C_SCALE, BatchSupervision,  # noqa: F401
-                                  refit_C_of_scale)
+from stc.supervised.labelled_batch import (REFIT_C_SCALE, LabelledBatchSteps,  # noqa: F401
+                                           class_indices, refit_C_of_scale)
+from stc.supervised.labelled_dask import LabelledDaskBatchSteps, LabelledDaskOnlineSteps
+from stc.supervised.labelled_online import (ONLINE_COUNTERS, LabelledOnlineSteps,
+                                            LabelledPartialFitSteps, LabelledStreamSteps,
+                                            new_supervision)
 
 
 # The SVM's dual variables lie on a simplex of radius C, which the projection
@@ -78,114 +71,72 @@ def auto_refit_C(theta):
     return refit_C_of_scale(mean_square_norm)
 
 
-# What supervision adds to each way of learning (the keys of `stc._stc.LEARNERS`): one
-# object per way, which gives the learner its labelled steps and ends the fit (the refit,
-# the classifier's records).
-SUPERVISION = {(False, "batch"): BatchSupervision, (False, "online"): OnlineLabels,
-               (True, "batch"): DaskSupervision, (True, "online"): DaskOnlineLabels}
+# MedSTC's `stc.learners.LearningSteps` of each way of learning (the keys of
+# `stc._stc.LEARNERS`): its labelled steps, and the end of the fit (the refit, the
+# classifier's records).
+LABELLED_STEPS = {(False, "batch"): LabelledBatchSteps, (False, "online"): LabelledOnlineSteps,
+               (True, "batch"): LabelledDaskBatchSteps, (True, "online"): LabelledDaskOnlineSteps}
 
 
 @register_estimator
 class MedSTC(ClassifierMixin, STC):
     """Max-margin supervised STC: topics, codes and a multi-class SVM learned jointly.
 
-    Minimises problem (4) of the paper: STC's objective (2) plus
-    ``C`` times the averaged multi-class hinge loss of a linear classifier eta
-    on the document codes, plus ``||eta||^2 / 2``. Parameters are those of
-    `STC` (with ``max_iter`` defaulting to 20, ``tol`` to 5e-3, ``lambda_`` to
-    30 and ``theta_penalty`` to ``"l2"``; ``gamma`` defaults to ``lambda_`` as in
-    STC, and ``rho`` to 0.02 in relative units, as in STC), plus those below;
-    its attributes are STC's plus those below. It learns as STC does: batch
-    or online (``learning_method``; `fit_stream`, `partial_fit`), in memory
-    or on a dask array; online, each mini-batch is coded with the shifted
-    mean of the current eta and eta takes a Pegasos step on its codes
-    (`stc.supervised.online_steps`), with ``sweeps_per_iteration``
-    shifted-mean sweeps per batch. The paper's parameterisation is
-    ``MedSTC(rho=0.01, rho_units="absolute", sweeps_per_iteration=None,
-    tol=1e-4)``; why the defaults differ: docs/algorithms.md, "Choosing
-    MedSTC's parameters".
+    Minimises the paper's problem (4): STC's objective (2) plus ``C`` times the
+    averaged multi-class hinge loss of a linear classifier eta on the document
+    codes, plus ``||eta||^2 / 2``. It learns as `STC` does (batch or online, in
+    memory or on a dask array; `partial_fit`, `fit_stream` with ``classes``),
+    with STC's parameters and attributes (defaults: ``max_iter=20``,
+    ``tol=5e-3``, ``lambda_=30``, ``theta_penalty="l2"``) plus those below.
+    Details, the paper's setting and how the defaults were chosen:
+    docs/user_guide.md ("MedSTC") and docs/algorithms.md.
 
     Parameters
     ----------
     C : float, default=30000.0
-        Weight of the averaged multi-class hinge loss; C and ``lambda_`` grow
-        together (chosen by cross-validation: docs/algorithms.md, "Choosing
-        MedSTC's parameters"). The hinge is averaged over documents and
-        objective (2) sums over them: on a much larger or smaller corpus, try
-        C scaled with the number of documents.
+        Weight of the averaged hinge loss; grows with ``lambda_`` (cross-validated).
     cost : float, default=3600.0
-        Cost ell of a wrong label, Delta(y, y') = ell * 1[y != y'] (the
-        paper's setting for MedSTC); the same parameter as
-        `CuttingPlaneSVM`'s ``cost``.
+        Cost ell of a wrong label, Delta(y, y') = ell * 1[y != y'] (as `CuttingPlaneSVM`'s).
     svm_tol : float, default=1e-3
         Cutting-plane tolerance, relative to ``cost``.
     svm_max_iter : int, default=1000
         Cutting-plane iterations per SVM step.
     sweeps_per_iteration : int or None, default=2
-        As in `STC`: coding sweeps per document in each outer iteration
-        (after the first, with the shifted mean; the safeguard judges the
-        step the sweeps made). None codes every document until ``inner_tol``,
-        the paper's step. How 2 was chosen: ``docs/algorithms.md``, "Choosing
-        MedSTC's parameters".
+        As in `STC`, the sweeps after the first iteration with theta's shifted mean.
     refit_C : "auto", float or None, default="auto"
-        After the loop, eta is refitted with this C on the training documents
-        coded without labels, as `transform` codes new ones (the loop's eta,
-        ``joint_coef_``, saw codes pulled towards their labels). ``"auto"``:
-        C = REFIT_C_SCALE / mean_d ||theta_d||^2 over those codes, which
-        follows their scale (docs/algorithms.md); the value used is
-        ``refit_C_``. None keeps the loop's eta (the paper's classifier).
-
+        C of eta refitted on label-free training codes after the loop ("auto":
+        REFIT_C_SCALE / mean_d ||theta_d||^2); None keeps the loop's eta.
     batch_size : int, default=512
         As in `STC` (online learning), with MedSTC's own default.
     n_passes : int, default=2
-        As in `STC` (online learning), with MedSTC's own default (how it was
-        chosen: docs/results.md, "Online MedSTC").
+        As in `STC` (online learning), with MedSTC's own default.
     total_samples : int or None, default=None
-        Online learning: D, the number of training documents the hinge of
-        (4) averages over, which sets the shifted mean's weight C / D. None:
-        ``fit`` takes the rows of X; ``fit_stream`` the documents seen so far
-        in its first pass, then the documents of one pass; ``partial_fit``
-        the documents seen so far (give it when ``partial_fit`` makes several
-        passes over a corpus).
+        Online: D, the documents the hinge averages over (None: counted as they come).
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+        The labels.
     coef_ : ndarray of shape (n_classes, n_topics)
-        eta used by `predict`: the refitted one (``refit_C``), or the
-        loop's one if ``refit_C`` is None.
+        eta used by `predict`: the refitted one, or the loop's if ``refit_C`` is None.
     joint_coef_ : ndarray of shape (n_classes, n_topics)
         eta at the end of the alternating loop.
     objective_ : ndarray of shape (n_iter,)
         Objective (4) after each outer iteration (never increases).
-    hinge_ : ndarray of shape (n_iter,)
-        The averaged hinge loss R_h after each outer iteration.
-    train_accuracy_ : ndarray of shape (n_iter,)
-        Training accuracy of the loop's eta on the training codes per iteration.
+    hinge_, train_accuracy_ : ndarray of shape (n_iter,)
+        Batch learning: R_h and the loop's eta's training accuracy per iteration.
     rejected_steps_ : ndarray of int, shape (n_iter,)
-        Per outer iteration, the training documents whose supervised coding
-        step the safeguard rejected (they kept their old codes).
+        Documents whose shifted-mean step the safeguard rejected, per iteration (online: total).
     refit_train_accuracy_ : float or None
-        Training accuracy of ``coef_`` on the label-free training codes
-        (None if ``refit_C`` is None).
+        Batch learning: training accuracy of ``coef_`` on the label-free codes.
     refit_C_ : float or None
-        The C the classifier was refitted with: ``refit_C``, or its value
-        for ``"auto"`` (None if ``refit_C`` is None).
+        The C of the refit (``refit_C``, or its value for "auto"); None without refit.
     n_docs_seen_ : int
         Online learning: documents learned from (every pass counts).
-    online_total_samples_ : int or None
-        Online learning: D (None: counted as documents come, see
-        ``total_samples``). The other ``online_*_`` attributes
-        (``online_svm_steps_``, ``online_refit_steps_``,
-        ``online_refit_square_norms_``, ``online_refit_docs_``,
-        ``online_refit_coef_``: the Pegasos step counters, the sums of
-        ``refit_C="auto"``, the refit's last iterate) keep the rest of online
-        learning's state, so that ``partial_fit`` goes on after a save and load.
-
-    With online learning, ``rejected_steps_`` is the total number of
-    rejected shifted-mean steps, ``coef_`` the mean of the refit's Pegasos
-    iterates, and ``hinge_``, ``train_accuracy_`` and
-    ``refit_train_accuracy_`` are not set.
+    online_total_samples_, online_svm_steps_, online_refit_steps_ : int or None
+        Online learning's D and step counters, saved so that ``partial_fit`` goes on.
+    online_refit_square_norms_, online_refit_docs_, online_refit_coef_
+        The refit's running sums for "auto" and its last iterate (online learning).
 
     Examples
     --------
@@ -239,7 +190,7 @@ class MedSTC(ClassifierMixin, STC):
 
         ``X`` may be a dask array of CSR row blocks (the ``[dask]`` extra), as
         for `STC.fit`: the fit then runs on the current dask.distributed client
-        (`stc.supervised.dask_steps`), with ``y`` a dask or numpy array of
+        (`stc.supervised.labelled_dask`), with ``y`` a dask or numpy array of
         one label per row; the labels, small next to ``X``, are gathered on
         the client and each partition gets its rows' labels. With
         ``learning_method="online"`` the mini-batches are the rounds of STC's
@@ -248,45 +199,38 @@ class MedSTC(ClassifierMixin, STC):
         """
         return super().fit(X, y)
 
-    def _supervision(self, distributed, X, y, problem):
-        """The labels' object of this way of learning (`SUPERVISION`), with ``y`` checked."""
-        encoder, y_index = (self._dask_labels(X, y) if distributed
-                            else self._encoded_labels(y, X.shape[0]))
-        return SUPERVISION[distributed, self.learning_method](self, encoder.classes_, y_index,
-                                                              problem)
+    def _learning_steps(self, way, X, y, problem, classes=None):
+        """MedSTC's `stc.learners.LearningSteps` of ``way``, with the labels checked.
 
-    def _dask_labels(self, X, y):
-        """(LabelEncoder, class indices) of the labels ``y`` of dask array ``X``.
-
-        A dask ``y`` is computed on the client, whatever its chunks (the
-        labels are small next to X); the learner checks their number against
-        the partitions' rows when X's is not known.
+        ``way`` is a key of `LABELLED_STEPS` (``fit``: ``y`` one label per row
+        of ``X``), ``"partial_fit"`` (``X`` the batch) or ``"fit_stream"``
+        (``X`` the batches, whose labels are checked as they come). ``classes``:
+        every label a stream can hold (`partial_fit`, `fit_stream`).
         """
-        if is_dask_array(y):
+        if way == "partial_fit":
+            return self._partial_fit_steps(X, y, classes)
+        if way == "fit_stream":
+            classes = self._check_classes(classes, True)
+            return LabelledStreamSteps(classes, new_supervision(self, classes.size), X)
+        distributed = way[0]
+        if distributed and is_dask_array(y):
             y = y.compute()  # labels of unknown chunk sizes too; aligned by row later
-        rows = X.shape[0] if np.isfinite(X.shape[0]) else None  # else known once computed
-        return self._encoded_labels(y, rows)
+        # a dask X of unknown chunk sizes: its learner checks the number of labels
+        rows = X.shape[0] if np.isfinite(X.shape[0]) else None
+        classes, y_index = class_indices(y, rows)
+        return LABELLED_STEPS[way](self, classes, y_index, problem)
 
-    @staticmethod
-    def _encoded_labels(y, n_docs):
-        """(LabelEncoder, class index of each label), ``y`` checked: one label per document.
-
-        ``n_docs`` None: the number of documents is not known yet (a dask
-        array of unknown chunk sizes); the learner checks it.
-        """
-        if y is None:
-            raise ValueError("MedSTC.fit needs the labels y, one per document; got None")
-        y = np.asarray(y)
-        if y.ndim != 1 or (n_docs is not None and y.shape[0] != n_docs):
-            raise ValueError(f"y must be 1-D with one label per document "
-                             f"({'one per row of X' if n_docs is None else n_docs}), "
-                             f"got shape {y.shape}")
-        check_labels(y)
-        check_classification_targets(y)
-        encoder = LabelEncoder().fit(y)
-        if encoder.classes_.size < 2:
-            raise ValueError("MedSTC needs at least 2 classes in y, got 1")
-        return encoder, encoder.transform(y)
+    def _partial_fit_steps(self, X, y, classes):
+        """The steps of one `partial_fit` batch: those of a fresh start or of the fit so far."""
+        first = not hasattr(self, "components_")
+        if not first and not hasattr(self, "n_docs_seen_"):
+            raise ValueError("partial_fit continues an online fit; this model was fitted "
+                             "with learning_method='batch': fit it with "
+                             "learning_method='online', or start a new model")
+        classes, y_index = class_indices(y, X.shape[0], self._check_classes(classes, first))
+        supervision = (new_supervision(self, classes.size) if first
+                       else self._online_supervision())
+        return LabelledPartialFitSteps(classes, y_index, supervision)
 
     def decision_function(self, X):
         """Scores eta_y . theta for every class, shape (n_docs, n_classes)."""
@@ -313,7 +257,7 @@ class MedSTC(ClassifierMixin, STC):
         tags.estimator_type = "classifier"
         return tags
 
-    # ---- online learning (stc.supervised.online_steps)
+    # ---- online learning (stc.supervised.labelled_online)
 
     def _online_supervision(self):
         """The `OnlineSupervision` the fitted attributes hold."""
@@ -357,128 +301,3 @@ class MedSTC(ClassifierMixin, STC):
             raise ValueError(f"classes={classes!r} differs from the classes of the first call, "
                              f"{self.classes_!r}")
         return self.classes_
-
-    def _class_indices(self, y, classes, n_docs, name="y"):
-        """The class index of each label of ``y``: one per document, each one of ``classes``."""
-        if y is None:
-            raise ValueError(f"MedSTC needs the labels {name}, one per document; got None")
-        y = np.asarray(y)
-        if y.ndim != 1 or y.shape[0] != n_docs:
-            raise ValueError(f"{name} must be 1-D with one label per document ({n_docs}), "
-                             f"got shape {y.shape}")
-        check_labels(y, name)
-        check_classification_targets(y)
-        index = np.searchsorted(classes, y)
-        index[index >= classes.size] = 0
-        unseen = classes[index] != y
-        if unseen.any():
-            raise ValueError(f"{name} holds labels not in classes (the classes given to the "
-                             f"first call): {np.unique(y[unseen])[:5]!r}")
-        return index.astype(np.intp)
-
-    def partial_fit(self, X, y=None, classes=None):
-        """Learn from one mini-batch of labelled documents (online learning).
-
-        ``classes``, every label the stream can hold, is required on the
-        first call (scikit-learn's convention) and checked on later calls;
-        ``y`` holds one of them per row of ``X``. The batch is coded without
-        labels with the current topics, moved by ``sweeps_per_iteration``
-        sweeps with theta's shifted mean from the current eta (once there is
-        one), the topics take STC's stochastic dictionary step, and both
-        classifiers a `stc.supervised.online_steps.stochastic_svm_step`: the
-        loop's eta (``joint_coef_``) on the batch's codes, and (unless
-        ``refit_C`` is None) ``coef_`` on its label-free codes. D, the
-        number of documents the hinge of (4) averages over, is
-        ``total_samples``, or the number of documents seen so far. Works
-        after an online ``fit`` or ``fit_stream`` too. Needs the Poisson loss.
-        """
-        start = time.perf_counter()
-        loss = self._checked_loss()
-        check_online_loss(loss)
-        first = not hasattr(self, "components_")
-        self._check_start_of_partial_fit(first)
-        if not first and not hasattr(self, "n_docs_seen_"):
-            raise ValueError("partial_fit continues an online fit; this model was fitted "
-                             "with learning_method='batch': fit it with "
-                             "learning_method='online', or start a new model")
-        classes = self._check_classes(classes, first)
-        refuse_dask_array(X, "partial_fit")
-        X = self._validate_X(X, reset=first, loss=loss, batch=True)
-        y_index = self._class_indices(y, classes, X.shape[0])
-        if first:
-            check_training_corpus(X)
-            self._forget_online_state()
-            problem = self._set_count_scale(X)  # w_bar of the first batch
-            self.classes_ = classes
-            supervision = new_supervision(self, classes.size)
-        elif X.nnz == 0:
-            return self  # no word to learn from (STC's partial_fit skips it too)
-        else:  # rho may have changed since the last batch: effective_rho_ follows
-            problem = self._use_count_scale(self.count_scale_)
-            supervision = self._online_supervision()
-        state = self._online_state()
-        outcome = learn_labelled_batch(problem, (X, y_index), state, supervision,
-                                       self._learning_options(),
-                                       check_random_state(self.random_state), refit=True)
-        self._store_online_state(state)
-        store_online_classifier(self, classes, supervision)
-        return self._record_batch(outcome, start)
-
-    def fit_stream(self, batches, classes=None):
-        """Learn online from an iterable of labelled batches, pairs (counts, labels).
-
-        As `STC.fit_stream` (``n_passes`` passes over ``batches`` in the
-        order given, topic averaging in the last pass), each pair learned
-        from by `partial_fit`'s step, with every label one of ``classes``
-        (required). The refit of ``coef_`` on label-free codes runs in one
-        more pass over ``batches`` with the final topics (in the last pass
-        for a one-shot iterator). With ``total_samples`` None, D is the number of
-        documents seen so far in the first pass and the number of documents
-        of a pass after it. Starts afresh, like ``fit``.
-        """
-        start = time.perf_counter()
-        loss = self._checked_loss()
-        check_online_loss(loss)
-        self._check_init_of_batch_learning()
-        classes = self._check_classes(classes, True)
-        check_iterable(batches, "(X_batch, y_batch) pairs")
-        if iter(batches) is batches and self.n_passes > 1:
-            raise TypeError(f"batches is a one-shot iterator but n_passes={self.n_passes}: "
-                            "pass an iterable that can be iterated again (e.g. a list) or set "
-                            "n_passes=1")
-        for name in ("components_", "n_features_in_"):
-            self.__dict__.pop(name, None)
-        self._forget_earlier_fit()
-        first = True
-
-        def validated_batches():
-            nonlocal first
-            for number, pair in enumerate(batches, start=1):
-                if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
-                    raise TypeError(f"batches must yield pairs (X_batch, y_batch); batch "
-                                    f"{number} is a {type(pair).__name__}")
-                refuse_dask_array(pair[0], "fit_stream")
-                counts = self._validate_X(pair[0], reset=first, loss=loss, batch=True)
-                y_index = self._class_indices(pair[1], classes, counts.shape[0],
-                                              name=f"the labels of batch {number}")
-                if first and counts.nnz:  # batches without a word are skipped
-                    self._set_count_scale(counts)  # w_bar of the first batch with words
-                    first = False
-                yield counts, y_index
-
-        try:
-            n_batches = len(batches)
-        except TypeError:
-            n_batches = None
-        supervision = new_supervision(self, classes.size)
-        one_shot = iter(batches) is batches
-        fitted = online.learn_stream(self._coding_problem, validated_batches, n_batches,
-                                     self._learning_options(),
-                                     learn_one=labelled_step(supervision, one_shot))
-        self._store_fitted(fitted)
-        if self.refit_C is not None and not one_shot and not fitted.interrupted:
-            refit_online(self, self._coding_problem(), validated_batches(), supervision)
-        store_online_classifier(self, classes, supervision)
-        self.fit_time_ = time.perf_counter() - start
-        return self
-

@@ -609,7 +609,7 @@ class CuttingPlaneSVM(ClassifierMixin, BaseEstimator):
         ``problem`` is `fit`'s ``_Problem`` or an object with the same
         attributes and methods (C, cost, n_classes, n_dims, n_features,
         labelling_length, cuts, most_violated, largest_norm), such as the cuts
-        summed over a dask array's partitions (`stc.supervised.dask_steps`):
+        summed over a dask array's partitions (`stc.supervised.labelled_dask`):
         the cutting-plane loop only sees cut constants and gradients. There a
         labelling is stored as one key (``labelling_length`` 1).
         """

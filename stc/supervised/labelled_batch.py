@@ -1,8 +1,9 @@
 """MedSTC's steps of the alternating loop (paper Sec. 3, problem (4)).
 
 `stc.training.alternate` runs them, through a learner (`stc.learners.batch` in
-memory, `stc.learners.dask_batch` on a dask array, whose partitions run
-`ShiftedMeanCodingStep` where the documents are: `stc.supervised.dask_steps`):
+memory, given `LabelledBatchSteps`; `stc.learners.dask_batch` on a dask array,
+whose partitions run `ShiftedMeanCodingStep` where the documents are:
+`stc.supervised.labelled_dask`):
 
   1. `ShiftedMeanCodingStep`: STC's compiled kernel with theta's shifted mean
      (`shifted_mean_term`), a per-document safeguard and back-off;
@@ -16,12 +17,15 @@ number of documents of the whole corpus (a partition holds only some of them).
 from typing import NamedTuple
 
 import numpy as np
+from sklearn.utils.multiclass import check_classification_targets
 
 from stc._core._coding import move_along_segments, segment_curvatures, segment_losses
 from stc._core._dense import row_products
 from stc._core._word_codes import SparseWordCodes
+from stc._labels import check_labels
 from stc.coding import (code_documents, iteration_problem, segment_objectives, stc_objective,
                         transposed)
+from stc.learners import LearningSteps
 from stc.progress import step_capped_documents
 from stc.supervised.svm import (CuttingPlaneSVM, loss_augmented_predict, multiclass_hinge,
                                 primal_objective, sample_hinges)
@@ -46,6 +50,36 @@ MAX_HALVINGS = 3  # backtracking steps of the safeguard
 def refit_C_of_scale(mean_square_norm):
     """The refit's C for ``refit_C="auto"`` given mean_d ||theta_d||^2 of the label-free codes."""
     return REFIT_C_SCALE / mean_square_norm if mean_square_norm > 0.0 else REFIT_C_SCALE
+
+
+def class_indices(y, n_docs, classes=None, name="y"):
+    """(classes, class index of each label): MedSTC's check of labels ``y``, one per document.
+
+    ``classes`` None takes them from ``y`` (at least two); given (sorted, as
+    `np.unique` returns them), every label must be one of them. ``n_docs``
+    None: the number of documents is not known yet (a dask array of unknown
+    chunk sizes); the learner checks it.
+    """
+    if y is None:
+        raise ValueError(f"MedSTC needs the labels {name}, one per document; got None")
+    y = np.asarray(y)
+    if y.ndim != 1 or (n_docs is not None and y.shape[0] != n_docs):
+        raise ValueError(f"{name} must be 1-D with one label per document "
+                         f"({'one per row of X' if n_docs is None else n_docs}), "
+                         f"got shape {y.shape}")
+    check_labels(y, name)
+    check_classification_targets(y)
+    if classes is None:
+        classes = np.unique(y)
+        if classes.size < 2:
+            raise ValueError(f"MedSTC needs at least 2 classes in {name}, got {classes.size}")
+    index = np.searchsorted(classes, y)
+    index[index >= classes.size] = 0
+    unseen = classes[index] != y
+    if unseen.any():
+        raise ValueError(f"{name} holds labels not in classes (the classes given to the "
+                         f"first call): {np.unique(y[unseen])[:5]!r}")
+    return classes, index.astype(np.intp)
 
 
 def shifted_mean_term(W, theta, y_index, C, cost, n_docs=None):
@@ -341,11 +375,11 @@ class ShiftedMeanCodingStep:
                 f"skipped {self.skipped[-1]} docs")
 
 
-class BatchSupervision:
-    """What MedSTC adds to batch learning in memory: its two steps, the refit, the records.
+class LabelledBatchSteps(LearningSteps):
+    """MedSTC's `LearningSteps` for batch learning in memory: its two steps, the refit.
 
-    `stc.learners.batch.learn` runs `ShiftedMeanCodingStep` and `SVMStep`
-    (`learner_arguments`); `finish` stores the classifier and refits it
+    `stc.learners.batch.learn` runs `ShiftedMeanCodingStep` (`coding_step`)
+    and `SVMStep` (`extra_step`); `finish` stores the classifier and refits it
     (`refit_classifier`). ``model`` is the `MedSTC` being fitted, ``y_index``
     the class index of each document of the validated counts.
     """
@@ -354,16 +388,21 @@ class BatchSupervision:
         self.classes, self.y_index = classes, y_index
         self.svm_tol, self.svm_max_iter, self.cost = model.svm_tol, model.svm_max_iter, model.cost
         self.svm_step = SVMStep(model.C, model.cost, model.svm_tol, model.svm_max_iter, y_index)
-        self.coding_step = ShiftedMeanCodingStep(problem, self.svm_step, y_index.shape[0],
-                                                 model.n_jobs, model.sweeps_per_iteration)
+        self.shifted_mean_coding = ShiftedMeanCodingStep(
+            problem, self.svm_step, y_index.shape[0], model.n_jobs, model.sweeps_per_iteration)
         self.theta = None
 
-    def learner_arguments(self):
-        return dict(coding_step=self.coding_step, extra_step=self.svm_step,
-                    describe=self.coding_step.describe)
+    def coding_step(self, engine):
+        return self.shifted_mean_coding
+
+    def extra_step(self, engine):
+        return self.svm_step
+
+    def describe(self, iteration):
+        return self.shifted_mean_coding.describe(iteration)
 
     def finish(self, model, fitted, X, problem):
-        store_classifier(model, self.classes, self.svm_step, self.coding_step.reverted)
+        store_classifier(model, self.classes, self.svm_step, self.shifted_mean_coding.reverted)
         refit_classifier(model, self, X, problem)
 
     def refit_codes(self, model, X, problem):

@@ -3,11 +3,11 @@
 The unsupervised half is STC's (`stc.learners.dask_batch.DaskTraining`: the
 partitions, the dictionary step); this module adds the labels and MedSTC's
 two steps of its own, run by the learner `stc.learners.dask_batch` as
-`stc.learners.batch` runs them in memory (`DaskSupervision` is its
-``steps``). Per outer iteration:
+`stc.learners.batch` runs them in memory (`LabelledDaskBatchSteps` is its
+`stc.learners.LearningSteps`). Per outer iteration:
 
 * coding: the client scatters beta and eta once; each worker runs
-  `stc.supervised.steps.ShiftedMeanCodingStep` on its partition (the shifted
+  `stc.supervised.labelled_batch.ShiftedMeanCodingStep` on its partition (the shifted
   mean, the per-document safeguard and back-off, whose state stays with the
   documents) and returns its share of the objective and of the safeguard's
   counts; the (nnz, K) word codes and the document codes never travel;
@@ -30,9 +30,9 @@ documents are taken partition by partition, so the fit agrees with ``fit`` on
 the whole matrix up to floating-point reduction order (a test checks the
 objective path and the classifiers to 1e-9).
 
-Online learning (``learning_method="online"``, `DaskOnlineLabels`) runs the
+Online learning (``learning_method="online"``, `LabelledDaskOnlineSteps`) runs the
 rounds of STC's `stc.learners.dask_online.DaskOnlineTraining` with online MedSTC's
-batch step (`stc.supervised.online_steps`) split between the workers and the
+batch step (`stc.supervised.labelled_online`) split between the workers and the
 client. Per round:
 
 * each worker codes its slice with `code_labelled_batch` (label-free coding,
@@ -57,12 +57,13 @@ import numpy as np
 
 from stc._core._dense import dot, loss_augmented_argmax, row_products
 from stc.coding import code_known_terms
+from stc.learners import LearningSteps
 from stc.learners.dask_online import slice_rows
 from stc.learners.online import rows_of
 from stc.progress import count_capped, warn_if_unfinished
-from stc.supervised.online_steps import (code_labelled_batch, joint_step, new_supervision,
+from stc.supervised.labelled_online import (code_labelled_batch, joint_step, new_supervision,
                                          refit_pass, store_online_classifier)
-from stc.supervised.steps import (HingeTerm, ShiftedMeanCodingStep, refit_classifier,
+from stc.supervised.labelled_batch import (HingeTerm, ShiftedMeanCodingStep, refit_classifier,
                                   store_classifier)
 from stc.supervised.svm import CuttingPlaneSVM, _build_cuts
 from stc.training import TrainingState
@@ -256,27 +257,27 @@ class DaskCuts:
         return out
 
 
-class DaskSupervision:
-    """MedSTC's steps on the partitions of a `DaskTraining`: the client's side.
+class LabelledDaskBatchSteps(LearningSteps):
+    """MedSTC's `LearningSteps` on the partitions of a `DaskTraining`: the client's side.
 
-    Called with the training once its partitions exist (the learner's
-    ``steps``), it sends every partition its labels and returns the coding
-    step, the SVM step and the progress text. It keeps what `MedSTC` reads
+    Started with the training once its partitions exist, it sends every
+    partition its labels; its coding step (`shifted_mean_coding`) and SVM
+    step (`svm_step`) run on the partitions. It keeps what `MedSTC` reads
     after the fit: ``coef`` (eta), ``hinge``, ``accuracy`` and the
     safeguard's per-iteration counts ``reverted``, ``shortened``,
     ``skipped``; `finish` stores them on the model and refits eta on
-    label-free codes (`stc.supervised.steps.refit_classifier`: `refit_codes`,
-    then `refit`), as `stc.supervised.steps.BatchSupervision` does in memory.
+    label-free codes (`stc.supervised.labelled_batch.refit_classifier`: `refit_codes`,
+    then `refit`), as `stc.supervised.labelled_batch.LabelledBatchSteps` does in memory.
     ``classes``: the labels; ``y_index``: each row's class index.
     """
 
     def __init__(self, model, classes, y_index, problem=None):
-        self.labels, self.n_classes = classes, classes.size
+        self.classes, self.n_classes = classes, classes.size
         self.y_index = np.asarray(y_index, dtype=np.intp)
         self.C, self.cost = model.C, model.cost
         self.svm_tol, self.svm_max_iter = model.svm_tol, model.svm_max_iter
         self.n_jobs, self.sweeps = model.n_jobs, model.sweeps_per_iteration
-        self.classes = np.arange(self.n_classes)
+        self.class_indices = np.arange(self.n_classes)
         self.svm = CuttingPlaneSVM(C=self.C, cost=self.cost, tol=self.svm_tol,
                                    max_iter=self.svm_max_iter, warm_start=True)
         self.coef = None
@@ -284,14 +285,17 @@ class DaskSupervision:
         self.reverted, self.shortened, self.skipped = [], [], []
         self.training = self.joint_cuts = None
 
-    def learner_arguments(self):
-        return dict(steps=self)
+    def coding_step(self, engine):
+        return self.shifted_mean_coding
+
+    def extra_step(self, engine):
+        return self.svm_step
 
     def finish(self, model, fitted, X, problem):
-        store_classifier(model, self.labels, self, self.reverted)
+        store_classifier(model, self.classes, self, self.reverted)
         refit_classifier(model, self, X, problem)
 
-    def __call__(self, training):
+    def start(self, training):
         if self.y_index.shape[0] != training.n_docs:
             raise ValueError(f"y must be 1-D with one label per document ({training.n_docs}), "
                              f"got shape {self.y_index.shape}")
@@ -302,14 +306,13 @@ class DaskSupervision:
              self.cost, training.problem, self.n_jobs, self.sweeps)
             for i in range(len(training.parts))])
         self.joint_cuts = self._cuts(JOINT, self.C)
-        return self.coding_step, self.svm_step, self.describe
 
     def _cuts(self, which, C):
         training = self.training
         return DaskCuts(training.parts, which, self.n_classes, training.beta.shape[0], C,
                         self.cost)
 
-    def coding_step(self, state, iteration):
+    def shifted_mean_coding(self, state, iteration):
         """`ShiftedMeanCodingStep` on every partition; returns (objective minus loss, None)."""
         training = self.training
         client = training.client
@@ -325,10 +328,10 @@ class DaskSupervision:
         return sum(others for others, _, _ in results), None
 
     def svm_step(self, state, iteration):
-        """`stc.supervised.steps.SVMStep` with the cuts and the hinge summed on the partitions."""
+        """`SVMStep` (`stc.supervised.labelled_batch`), cuts and hinge summed by partition."""
         cuts, n_docs = self.joint_cuts, self.training.n_docs
         cuts.new_codes()
-        self.svm.fit_problem(cuts, self.classes)
+        self.svm.fit_problem(cuts, self.class_indices)
         cuts.keep(self.svm._labellings[:, 0])  # the warm start's labellings only
         candidate = self.svm.coef_
         coefs = [candidate] if self.coef is None else [candidate, self.coef]
@@ -370,7 +373,7 @@ class DaskSupervision:
         training = self.training
         cuts = self._cuts(REFIT, C)
         svm = CuttingPlaneSVM(C=C, cost=self.cost, tol=self.svm_tol, max_iter=self.svm_max_iter)
-        svm.fit_problem(cuts, self.classes)
+        svm.fit_problem(cuts, self.class_indices)
         (_, accuracy), = cuts.scores([svm.coef_], training.n_docs)
         training.parts.run(_forget_refit)
         return svm.coef_, float(accuracy)
@@ -425,11 +428,13 @@ def _refit_slice(partition, problem, beta, n_jobs, selection):
     return theta, partition.supervised[rows], count_capped(result, problem)
 
 
-class DaskOnlineLabels:
-    """Online MedSTC on the rounds of a `stc.learners.dask_online.DaskOnlineTraining`: the client.
+class LabelledDaskOnlineSteps(LearningSteps):
+    """MedSTC's `LearningSteps` on the rounds of a `stc.learners.dask_online.DaskOnlineTraining`.
 
-    Given to `stc.learners.dask_online.learn` (``labels``), which attaches
-    it to the training once the partitions exist. ``supervision`` (an
+    The client's side: started with the training once the partitions exist,
+    it sends them their labels; each round's slices are coded by its
+    `SliceCoder` (`coding_step`) and the client takes eta's step on their
+    codes (`classifier_step`, the extra step). ``supervision`` (an
     `OnlineSupervision`) is the client's state; it is updated as
     `learn_labelled_batch` updates it, round by round.
     """
@@ -440,8 +445,12 @@ class DaskOnlineLabels:
         self.supervision, self.n_jobs = new_supervision(model, classes.size), model.n_jobs
         self.training = None
 
-    def learner_arguments(self):
-        return dict(labels=self)
+    def coding_step(self, engine):
+        """The round's `SliceCoder`, with the current eta."""
+        return SliceCoder(self.supervision.coding_part())
+
+    def extra_step(self, engine):
+        return self.classifier_step
 
     def finish(self, model, fitted, X, problem):
         """The refit's pass (one more, in a new order of each partition's rows); the records."""
@@ -450,8 +459,8 @@ class DaskOnlineLabels:
                                                       model.n_passes + 1), self.supervision)
         store_online_classifier(model, self.classes, self.supervision)
 
-    def attach(self, training):
-        """Send every partition its rows' class indices; make the training's rounds use them.
+    def start(self, training):
+        """Send every partition its rows' class indices.
 
         D of (4) is the array's number of rows (``fit`` in memory takes X's),
         unless ``total_samples`` gives it.
@@ -464,13 +473,9 @@ class DaskOnlineLabels:
             (self.y_index[offsets[i]:offsets[i + 1]],) for i in range(len(training.parts))])
         if self.supervision.total_samples is None:
             self.supervision.total_samples = training.n_docs
-        self.training, training.labels = training, self
+        self.training = training
 
-    def slice_coder(self):
-        """The round's `SliceCoder`, with the current eta."""
-        return SliceCoder(self.supervision.coding_part())
-
-    def learn(self, reports):
+    def classifier_step(self, reports):
         """After a round's dictionary step: eta's step on the round's codes (`joint_step`).
 
         ``reports`` are the partitions' `SliceReport` (None for an empty

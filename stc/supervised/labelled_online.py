@@ -12,7 +12,7 @@ runs STC's online learner (`stc.learners.online`) with the batch step
      codes the documents the refitted classifier will see;
   2. once a classifier exists, the codes are moved by ``sweeps`` coding
      sweeps with theta's shifted mean from the current eta (MedSTC's coding
-     step, `stc.supervised.steps.shifted_mean_term`, with D the number of
+     step, `stc.supervised.labelled_batch.shifted_mean_term`, with D the number of
      training documents); where the sweeps raise a document's share of
      objective (4), the step from its label-free codes is halved (up to
      three times, as batch MedSTC's safeguard does), else it keeps its
@@ -34,7 +34,7 @@ runs STC's online learner (`stc.learners.online`) with the batch step
 Memory is that of STC's online learning: the batch's word codes and the
 (K, N) statistics; the classifiers are (n_classes, K).
 
-On Dask (`fit` of a dask array, `stc.supervised.dask_steps`) each worker
+On Dask (`fit` of a dask array, `stc.supervised.labelled_dask`) each worker
 runs steps 1-2 on its slice of a round (`code_labelled_batch`) and the
 client takes steps 3-4 (`joint_step`), and `refit_step` in the refit's pass.
 """
@@ -47,12 +47,13 @@ from stc._core._coding import move_along_segments
 from stc._core._dense import dot
 from stc.coding import (code_documents, code_known_terms, code_new_documents, iteration_problem,
                         transposed)
+from stc.learners import LearningSteps
 from stc.learners.online import rows_of, start_batch
 from stc.progress import count_capped, step_capped_documents, warn_if_unfinished
 from stc.stochastic_dictionary import (BatchOutcome, CodedBatch, batch_columns, batch_sums,
                                        stochastic_dictionary_step)
-from stc.supervised.steps import (SegmentEnd, halve_rejected_steps, refit_C_of_scale,
-                                  shifted_mean_term)
+from stc.supervised.labelled_batch import (SegmentEnd, class_indices, halve_rejected_steps,
+                                           refit_C_of_scale, shifted_mean_term)
 from stc.supervised.svm import loss_augmented_hinges, sample_hinges
 
 # Documents per step of `stochastic_svm_step` (the batch is cut into such chunks, in order).
@@ -236,7 +237,7 @@ def code_labelled_batch(problem, X, y_index, beta, supervision, n_jobs=None,
     ||eta||^2 / 2: objective (2) at its codes plus (C / D) sum_d h_d at the eta
     it was coded with (``cost`` per document before there is one). A separate
     function because a Dask worker runs it on its slice of a round (MedSTC
-    online on Dask, `stc.supervised.dask_steps`) and the client adds the
+    online on Dask, `stc.supervised.labelled_dask`) and the client adds the
     slices' sums and shares up.
     """
     layout, beta_t = batch_columns(X, beta)
@@ -323,7 +324,7 @@ def refit_pass(model, coded_batches, supervision):
     ``coded_batches`` yields (theta, class indices, documents whose coding
     stopped at the sweep cap) per batch, coded as `MedSTC.transform` codes
     documents with the final topics: in this process (`coded_without_labels`)
-    or on Dask workers (`stc.supervised.dask_steps.DaskOnlineLabels`). This
+    or on Dask workers (`stc.supervised.labelled_dask.LabelledDaskOnlineSteps`). This
     is batch MedSTC's refit on the training documents coded after its loop,
     with the stochastic step and one batch in memory. Warns, as `transform`
     does, when some coding stopped at the cap.
@@ -355,22 +356,23 @@ def _or_zeros(W, supervision, theta):
     return np.zeros((supervision.n_classes, theta.shape[1])) if W is None else W
 
 
-class OnlineLabels:
-    """What MedSTC adds to online learning in memory: the labelled batch step, the refit pass.
+class LabelledOnlineSteps(LearningSteps):
+    """MedSTC's `LearningSteps` for online learning in memory: the labelled batch step, the refit.
 
-    `stc.learners.online.learn` runs `learn_labelled_batch` on (rows of X,
-    their class indices) batches (`learner_arguments`); `finish` takes the
-    refit's pass over X in a new shuffled order and stores the classifiers.
+    `stc.learners.online.learn` cuts the mini-batches of (rows of X, their
+    class indices, ``labels``) and runs `learn_labelled_batch` on them
+    (`batch_step`); `finish` takes the refit's pass over X in a new shuffled
+    order and stores the classifiers.
     """
 
     def __init__(self, model, classes, y_index, problem):
-        self.classes, self.y_index = classes, y_index
+        self.classes, self.labels = classes, y_index
         self.supervision = new_supervision(model, classes.size)
         if self.supervision.total_samples is None:  # D of (4): the training documents
             self.supervision.total_samples = y_index.shape[0]
 
-    def learner_arguments(self):
-        return dict(y=self.y_index, learn_one=labelled_step(self.supervision, refit=False))
+    def batch_step(self):
+        return labelled_step(self.supervision, refit=False)
 
     def finish(self, model, fitted, X, problem):
         if model.refit_C is not None and not fitted.interrupted:
@@ -378,9 +380,66 @@ class OnlineLabels:
             order = check_random_state(model.random_state).permutation(X.shape[0])
             size = model.batch_size
             refit_online(model, problem, ((rows_of(X, order[first:first + size]),
-                                           self.y_index[order[first:first + size]])
+                                           self.labels[order[first:first + size]])
                                           for first in range(0, X.shape[0], size)),
                          self.supervision)
+        store_online_classifier(model, self.classes, self.supervision)
+
+
+class LabelledStreamSteps(LearningSteps):
+    """MedSTC's `LearningSteps` for `fit_stream`: batches of (X, labels) pairs, then the refit.
+
+    The refit's steps run in one more pass over ``batches`` with the final
+    topics (`finish`), or, for a one-shot iterator, in the last pass.
+    """
+
+    stream_items = "(X_batch, y_batch) pairs"
+
+    def __init__(self, classes, supervision, batches):
+        self.classes, self.supervision, self.batches = classes, supervision, batches
+
+    @property
+    def one_shot(self):
+        """A one-shot iterator (it cannot be read again for the refit's pass)."""
+        return iter(self.batches) is self.batches
+
+    def stream_batch(self, given, number, checked_counts):
+        if not (isinstance(given, (tuple, list)) and len(given) == 2):
+            raise TypeError(f"batches must yield pairs (X_batch, y_batch); batch "
+                            f"{number} is a {type(given).__name__}")
+        counts = checked_counts(given[0])
+        _, y_index = class_indices(given[1], counts.shape[0], self.classes,
+                                   name=f"the labels of batch {number}")
+        return counts, y_index
+
+    def batch_step(self):
+        return labelled_step(self.supervision, self.one_shot)
+
+    def finish(self, model, fitted, data, problem):
+        """``data()`` yields the validated batches again, for the refit's pass."""
+        if model.refit_C is not None and not self.one_shot and not fitted.interrupted:
+            refit_online(model, problem, data(), self.supervision)
+        store_online_classifier(model, self.classes, self.supervision)
+
+
+class LabelledPartialFitSteps(LearningSteps):
+    """MedSTC's `LearningSteps` for one `partial_fit` batch: its labels, every step, the records.
+
+    ``supervision`` is that of the fit so far (`MedSTC._online_supervision`)
+    or a fresh one; the refit's step runs on every batch, since `partial_fit`
+    cannot know which batch is the last.
+    """
+
+    def __init__(self, classes, y_index, supervision):
+        self.classes, self.labels, self.supervision = classes, y_index, supervision
+
+    def batch_step(self):
+        def learn_one(problem, batch, state, options, rng, pass_number):
+            return learn_labelled_batch(problem, batch, state, self.supervision, options, rng,
+                                        refit=True)
+        return learn_one
+
+    def finish(self, model, fitted, data, problem):
         store_online_classifier(model, self.classes, self.supervision)
 
 

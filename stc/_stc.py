@@ -82,7 +82,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     random_state : int, RandomState or None, default=None
         Seeds the initial topics (and online learning's batch order).
     init : {"auto", "random", "nndsvd"}, default="auto"
-        The starting topics: document draws, or NNDSVD (in-memory batch learning only).
+        The starting topics: document draws, or NNDSVD (batch learning on a dask
+        array: draws only). "auto": NNDSVD online and from 50 topics in batch learning.
     verbose : int, default=0
         When > 0, progress lines on stderr (docs/cli.md).
     learning_method : {"batch", "online"}, default="batch"
@@ -248,20 +249,18 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return hasattr(self, "components_")
 
     def _check_start_of_partial_fit(self, first):
-        """``init`` where partial_fit draws the first topics; ``n_topics`` where it goes on."""
-        if first:
-            self._check_init_of_batch_learning()
-        elif self.n_topics != self.components_.shape[0]:
+        """``n_topics`` where partial_fit goes on with the model's topics."""
+        if not first and self.n_topics != self.components_.shape[0]:
             raise ValueError(f"n_topics={self.n_topics}, but the model has "
                              f"{self.components_.shape[0]} topics: partial_fit goes on with "
                              "them; fit a new model for another number of topics")
 
-    def _check_init_of_batch_learning(self):
-        """Refuse init='nndsvd' where learning is not in-memory batch learning."""
+    def _check_init_of_dask_batch_learning(self):
+        """Refuse init='nndsvd' for batch learning on a dask array (it starts from draws)."""
         if self.init == "nndsvd":
-            raise ValueError("init='nndsvd' needs in-memory batch learning (learning_method="
-                             "'batch' on a matrix in memory); online and Dask learning start "
-                             "from their data's first batch or partitions: use init='auto' or 'random'")
+            raise ValueError("init='nndsvd' needs the counts in memory or online learning; "
+                             "batch learning on a dask array starts from document draws: use "
+                             "init='auto' or 'random', or learning_method='online'")
 
     def _learning_options(self):
         """The parameters the learners read, as `stc.learners.LearningOptions`."""
@@ -297,8 +296,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         """
         loss = self._checked_loss()
         online_learning = self.learning_method == "online"
-        if distributed or online_learning:
-            self._check_init_of_batch_learning()
+        if distributed and not online_learning:
+            self._check_init_of_dask_batch_learning()
         if distributed:
             check_dask_loss(loss)
             if len(X.shape) != 2 or not np.isfinite(X.shape[1]):
@@ -414,7 +413,6 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         start = time.perf_counter()
         loss = self._checked_loss()
         check_online_loss(loss)
-        self._check_init_of_batch_learning()
         steps = self._learning_steps("fit_stream", batches, y, None, classes)
         check_iterable(batches, steps.stream_items)
         if iter(batches) is batches and self.n_passes > 1:

@@ -98,11 +98,24 @@ def initial_dictionary(X, n_topics, random_state, docs_per_topic=5, corpus_share
 NNDSVD_MIN_TOPICS = 50
 
 
-def resolved_init(init, n_topics):
-    """The start of in-memory batch learning: ``init``, with "auto" resolved by ``n_topics``."""
+def resolved_init(init, n_topics, online=False):
+    """The start of learning: ``init``, with "auto" resolved.
+
+    Batch learning resolves "auto" by ``n_topics`` (`NNDSVD_MIN_TOPICS`);
+    online learning always to "nndsvd": its stochastic steps cannot undo a
+    start of mixed topics the way a hundred batch iterations do, and from
+    document draws it recovered far fewer topics at every K measured
+    (benchmarks/results_online_diagnosis.md).
+    """
     if init == "auto":
-        return "nndsvd" if n_topics >= NNDSVD_MIN_TOPICS else "random"
+        return "nndsvd" if online or n_topics >= NNDSVD_MIN_TOPICS else "random"
     return init
+
+
+def starting_topics(X, n_topics, init, random_state):
+    """The starting topics of CSR ``X`` by a resolved ``init`` ("random" or "nndsvd")."""
+    start = nndsvd_dictionary if init == "nndsvd" else initial_dictionary
+    return start(X, n_topics, random_state)
 
 
 def nndsvd_dictionary(X, n_topics, random_state, corpus_share=0.01):

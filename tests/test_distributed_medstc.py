@@ -280,8 +280,6 @@ def test_online_bad_input_is_refused_clearly(client, labelled):
         MedSTC(**online).fit(spread, None)
     with pytest.raises(ValueError, match="Poisson"):
         MedSTC(**online, loss="gaussian").fit(spread, y)
-    with pytest.raises(ValueError, match="init='nndsvd'"):
-        MedSTC(**online, init="nndsvd").fit(spread, y)
     # partial_fit and fit_stream read batches in memory: they say so, naming themselves
     with pytest.raises(TypeError, match="partial_fit takes .* not a dask array"):
         MedSTC(**online).partial_fit(spread, y, classes=np.unique(y))

@@ -11,12 +11,14 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
 
 import stc
 from stc import STC, MedSTC
 from stc.dictionary import (NNDSVD_MIN_TOPICS, initial_dictionary, nndsvd_dictionary,
                             resolved_init)
 
+from stc.learners.online import online_start
 from conftest import brief_fit
 
 
@@ -104,14 +106,35 @@ def test_medstc_starts_from_nndsvd_too(newsgroups):
     assert np.all(np.diff(svd.objective_) <= 1e-9 * np.abs(svd.objective_[1:]))
 
 
-def test_online_learning_refuses_nndsvd(newsgroups):
+def test_online_learning_starts_from_nndsvd_of_the_data_it_has_first(newsgroups):
+    """fit in memory starts from the whole corpus, partial_fit and fit_stream from their first
+    batch; "auto" is NNDSVD for online learning at every K."""
     train, _ = newsgroups
     X = train.data[:200]
-    model = STC(n_topics=3, learning_method="online", init="nndsvd", random_state=0)
-    for call in (lambda: model.fit(X), lambda: model.partial_fit(X),
-                 lambda: model.fit_stream([X], None)):
-        with pytest.raises(ValueError, match="init='nndsvd' needs in-memory batch learning"):
-            call()
+    assert resolved_init("auto", 3, online=True) == "nndsvd"
+    assert resolved_init("random", 3, online=True) == "random"
+    options = STC(n_topics=3, learning_method="online", random_state=0)._learning_options()
+    np.testing.assert_array_equal(online_start(X, options, check_random_state(0)),
+                                  nndsvd_dictionary(X, 3, 0))
+    params = dict(n_topics=3, learning_method="online", batch_size=100, n_passes=1,
+                  random_state=0, topic_averaging=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for init in ("auto", "nndsvd", "random"):
+            fitted = STC(init=init, **params).fit(X)
+            streamed = STC(init=init, **params).fit_stream([X[:100], X[100:]])
+            stepped = STC(init=init, **params).partial_fit(X[:100]).partial_fit(X[100:])
+            np.testing.assert_array_equal(streamed.components_, stepped.components_)
+            if init == "auto":
+                auto = fitted.components_, streamed.components_
+            elif init == "nndsvd":
+                np.testing.assert_array_equal(fitted.components_, auto[0])
+                np.testing.assert_array_equal(streamed.components_, auto[1])
+            else:
+                assert not np.array_equal(fitted.components_, auto[0])
+                assert not np.array_equal(streamed.components_, auto[1])
+    # the in-memory fit starts from all of X, the stream from its first batch
+    assert not np.array_equal(auto[0], auto[1])
 
 
 def test_a_bad_init_is_refused_by_name():
@@ -163,14 +186,3 @@ def test_a_default_fit_starts_as_auto_says(newsgroups):
     assert not np.array_equal(fits[at, "auto"], fits[at, "random"])
 
 
-def test_auto_starts_online_learning_from_its_first_batch(newsgroups):
-    """Online learning has no NNDSVD start: "auto" is accepted there and is the draws."""
-    train, _ = newsgroups
-    X = train.data[:200]
-    params = dict(n_topics=NNDSVD_MIN_TOPICS, learning_method="online", batch_size=100,
-                  n_passes=1, random_state=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        auto = STC(init="auto", **params).fit(X)
-        drawn = STC(init="random", **params).fit(X)
-    assert np.array_equal(auto.components_, drawn.components_)

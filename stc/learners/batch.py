@@ -10,8 +10,7 @@ SVM step (its `stc.learners.LearningSteps`,
 import numpy as np
 
 from stc.coding import entry_codes, initial_codes, start_value_in_domain
-from stc.dictionary import (CorpusLayout, NonFiniteLossError, initial_dictionary,
-                            nndsvd_dictionary, resolved_init)
+from stc.dictionary import CorpusLayout, NonFiniteLossError, resolved_init, starting_topics
 from stc.learners import LearnedTopics, LearningSteps
 from stc.progress import ProgressPrinter
 from stc.training import (CodingStep, DictionaryStep, TrainingState, alternate,
@@ -25,9 +24,7 @@ def initial_state(X, loss, n_topics, random_state, init="random"):
     documents per topic); ``"nndsvd"``: `stc.dictionary.nndsvd_dictionary`;
     ``"auto"``: one of them by the number of topics (`resolved_init`).
     """
-    init = resolved_init(init, n_topics)
-    start = nndsvd_dictionary if init == "nndsvd" else initial_dictionary
-    beta = start(X, n_topics, random_state)
+    beta = starting_topics(X, n_topics, resolved_init(init, n_topics), random_state)
     codes, theta = initial_codes(X, n_topics, start_value_in_domain(loss, X, beta), sparse=True)
     return TrainingState(X, CorpusLayout(X), beta, codes, theta)
 

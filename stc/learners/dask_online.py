@@ -19,7 +19,8 @@ import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from stc.learners import LearningSteps
-from stc.dictionary import dictionary_from_draws, initial_dictionary_draws
+from stc.dictionary import (dictionary_from_draws, initial_dictionary_draws, resolved_init,
+                            starting_topics)
 from stc.learners.online import OnlineState, run_passes
 from stc.learners.partitions import Partitions, current_client
 from stc.stochastic_dictionary import (BatchOutcome, code_batch, introduce_terms_by_count,
@@ -41,7 +42,7 @@ def learn(problem, X, options, steps=None):
         current_client(), X, problem.loss, problem.at, options.n_topics, options.random_state, options.n_jobs,
         batch_size=options.batch_size, learning_offset=options.learning_offset,
         learning_decay=options.learning_decay, max_steps=options.dictionary_max_iter,
-        steps=LearningSteps() if steps is None else steps)
+        init=options.init, steps=LearningSteps() if steps is None else steps)
     return training.run(options)
 
 
@@ -103,6 +104,11 @@ def _online_select(partition, *selection):
                             shape=(X.shape[0], terms.size))
     partition.pending = (compact, terms)
     return X.shape[0], terms, counts, np.flatnonzero(np.diff(X.indptr) > 0)
+
+
+def _pending_slice(partition):
+    """The pending slice: (its counts over its own terms, the terms)."""
+    return partition.pending
 
 
 def _online_row_sums(partition, rows_per_draw):
@@ -219,9 +225,9 @@ class DaskOnlineTraining:
     """
 
     def __init__(self, client, X, loss, problem_for, n_topics, random_state, n_jobs, *,
-                 batch_size, learning_offset, learning_decay, max_steps, steps):
+                 batch_size, learning_offset, learning_decay, max_steps, init="auto", steps):
         self.client, self.n_jobs = client, n_jobs
-        self.n_topics, self.max_steps = n_topics, max_steps
+        self.n_topics, self.max_steps, self.init = n_topics, max_steps, init
         self.learning_offset, self.learning_decay = learning_offset, learning_decay
         self.n_features = X.shape[1]
         self.parts = Partitions(client, X, loss)
@@ -255,11 +261,15 @@ class DaskOnlineTraining:
                 for i in range(len(self.parts))]
 
     def _initial_topics(self, selected, counts):
-        offsets = np.cumsum([0] + [rows for rows, _, _, _ in selected])
-        nonempty = np.concatenate([s[3] + offsets[i] for i, s in enumerate(selected)])
+        """The first round's start, as `stc.learners.online.online_start` makes it in memory."""
         if not counts.sum() > 0:
             raise ValueError("the first mini-batch has no non-zero entry: every document is "
                              "empty, so there is nothing to learn topics from")
+        if resolved_init(self.init, self.n_topics, online=True) == "nndsvd":
+            # the SVD needs the whole batch: its slices travel to the client once
+            return starting_topics(self._first_batch(), self.n_topics, "nndsvd", self.rng)
+        offsets = np.cumsum([0] + [rows for rows, _, _, _ in selected])
+        nonempty = np.concatenate([s[3] + offsets[i] for i, s in enumerate(selected)])
         draws = initial_dictionary_draws(nonempty, self.n_features, self.n_topics, self.rng)
         requests = [[np.sort(docs[(docs >= offsets[i]) & (docs < offsets[i + 1])]) - offsets[i]
                      for docs, _ in draws] for i in range(len(self.parts))]
@@ -267,6 +277,15 @@ class DaskOnlineTraining:
         sums = [np.sum([partial[i][k] for i in range(len(self.parts))], axis=0)
                 for k in range(len(draws))]
         return dictionary_from_draws(counts, draws, sums, self.n_topics)
+
+    def _first_batch(self):
+        """The pending round's batch, its slices stacked in partition order (CSR, N columns)."""
+        blocks = []
+        for compact, terms in self.parts.run(_pending_slice):
+            blocks.append(sp.csr_matrix((compact.data, terms[compact.indices].astype(np.int32),
+                                         compact.indptr), shape=(compact.shape[0],
+                                                                 self.n_features)))
+        return sp.vstack(blocks, format="csr")
 
     def _round(self, selected, following):
         """Code one round's slices and take the dictionary step; returns (outcome, next)."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils import check_random_state
 
-from stc.dictionary import initial_dictionary
+from stc.dictionary import resolved_init, starting_topics
 from stc.learners import LearnedTopics, LearningSteps
 from stc.progress import StopRequest
 from stc.stochastic_dictionary import (OnlineStatistics, introduce_new_terms, learn_from_batch,
@@ -77,7 +77,7 @@ def start_batch(X, state, options, rng):
     and the batch's weight rho_t.
     """
     if state.components is None:
-        state.components = initial_dictionary(X, options.n_topics, rng)
+        state.components = online_start(X, options, rng)
     state.components = introduce_new_terms(writable(state.components), X)
     state.term_counts = state.term_counts + np.bincount(X.indices, weights=X.data,
                                                         minlength=X.shape[1])
@@ -90,15 +90,31 @@ def start_batch(X, state, options, rng):
                                      options.learning_decay)
 
 
+def online_start(X, options, rng):
+    """The starting topics of online learning, from the CSR counts ``X`` it has first.
+
+    That is the whole corpus for an in-memory ``fit`` (as batch learning
+    starts) and the first mini-batch for ``fit_stream``, ``partial_fit``
+    and a dask array; by ``options.init`` (`resolved_init`: "auto" is
+    NNDSVD), seeded by ``rng``.
+    """
+    init = resolved_init(options.init, options.n_topics, online=True)
+    return starting_topics(X, options.n_topics, init, rng)
+
+
 def learn(problem, X, options, steps=None, *, state=None):
     """``options.n_passes`` passes over validated CSR ``X`` in shuffled mini-batches.
 
-    Each pass draws a new order from ``options.random_state``, which also
-    draws the starting topics. With ``steps.labels`` (MedSTC) each batch is
-    the pair (rows of X, their labels). Returns the `LearnedTopics`.
+    The topics start from the whole of ``X`` (`online_start`). Each pass
+    draws a new order from ``options.random_state``, which also seeds the
+    start. With ``steps.labels`` (MedSTC) each batch is the pair (rows of X,
+    their labels). Returns the `LearnedTopics`.
     """
     steps = LearningSteps() if steps is None else steps
     rng = check_random_state(options.random_state)
+    state = OnlineState() if state is None else state
+    if state.components is None:
+        state.components = online_start(X, options, rng)
 
     def shuffled_batches():
         order = rng.permutation(X.shape[0])
@@ -108,8 +124,7 @@ def learn(problem, X, options, steps=None, *, state=None):
             yield batch if steps.labels is None else (batch, steps.labels[rows])
 
     n_batches = -(-X.shape[0] // options.batch_size)
-    return _passes(lambda: problem, shuffled_batches, n_batches,
-                   OnlineState() if state is None else state, options, rng, steps)
+    return _passes(lambda: problem, shuffled_batches, n_batches, state, options, rng, steps)
 
 
 def rows_of(X, rows):

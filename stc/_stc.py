@@ -28,7 +28,7 @@ from stc.learners.partitions import (DeferredProblem, check_dask_loss, current_c
                                      is_dask_array, refuse_dask_array)
 from stc.losses import CompiledLoss, PythonLoss, get_loss
 from stc.progress import count_capped, warn_if_unfinished
-from stc.stochastic_dictionary import OnlineStatistics, check_online_loss
+from stc.stochastic_dictionary import OnlineStatistics, auto_batch_size, check_online_loss
 
 
 # The learner of each way of learning: (a dask array?, learning_method) -> its module.
@@ -88,9 +88,9 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         When > 0, progress lines on stderr (docs/cli.md).
     learning_method : {"batch", "online"}, default="batch"
         The whole corpus per iteration, or mini-batches in passes (Poisson loss only).
-    batch_size : int, default=256
-        Documents per mini-batch of online ``fit``.
-    learning_decay, learning_offset : float, default=0.51 and 10.0
+    batch_size : int or "auto", default="auto"
+        Documents per mini-batch of online ``fit``; "auto": 20 per topic, in [256, 4096].
+    learning_decay, learning_offset : float, default=0.51 and 1.0
         kappa and tau0 of the t-th batch's weight rho_t = (tau0 + t) ** -kappa.
     n_passes : int, default=3
         Passes over the documents of online ``fit`` and ``fit_stream``.
@@ -146,7 +146,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         "init": [Options("auto", "random", "nndsvd")],
         "verbose": [Interval(numbers.Integral, 0, None)],
         "learning_method": [Options("batch", "online")],
-        "batch_size": [Interval(numbers.Integral, 1, None)],
+        "batch_size": [Options("auto"), Interval(numbers.Integral, 1, None)],
         "learning_decay": [Interval(numbers.Real, 0.5, 1.0, closed="right")],
         "learning_offset": [Interval(numbers.Real, 0, None)],
         "n_passes": [Interval(numbers.Integral, 1, None)],
@@ -160,8 +160,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                  loss="poisson", theta_penalty="l1", code_penalty="l1", max_iter=100, tol=1e-4,
                  inner_max_iter=50, inner_tol=1e-4, dictionary_max_iter=3,
                  sweeps_per_iteration=1, n_jobs=None, random_state=None, init="auto", verbose=0,
-                 learning_method="batch", batch_size=256, learning_decay=0.51,
-                 learning_offset=10.0, n_passes=3, topic_averaging=0.5):
+                 learning_method="batch", batch_size="auto", learning_decay=0.51,
+                 learning_offset=1.0, n_passes=3, topic_averaging=0.5):
         self.n_topics = n_topics
         self.lambda_ = lambda_
         self.gamma = gamma
@@ -265,6 +265,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     def _learning_options(self):
         """The parameters the learners read, as `stc.learners.LearningOptions`."""
         params = self.get_params(deep=False)
+        if params["batch_size"] == "auto":
+            params["batch_size"] = auto_batch_size(self.n_topics)
         return LearningOptions(**{field.name: params[field.name]
                                   for field in fields(LearningOptions) if field.name in params})
 

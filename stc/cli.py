@@ -288,8 +288,9 @@ def _add_online_options(parser):
     online.add_argument("--learning-method", choices=("batch", "online"),
                         help="batch: the whole corpus alternated to convergence; online: "
                              f"mini-batches ({_default('learning_method')})")
-    online.add_argument("--batch-size", type=_number(int, 1), metavar="N",
-                        help=f"documents per mini-batch ({_default('batch_size')})")
+    online.add_argument("--batch-size", type=_number(int, 1, words=("auto",)), metavar="N",
+                        help="documents per mini-batch; auto: 20 per topic, in [256, 4096] "
+                             f"({_default('batch_size')})")
     online.add_argument("--n-passes", type=_number(int, 1), metavar="N",
                         help=f"passes over the documents ({_default('n_passes')})")
     online.add_argument("--learning-decay", type=_number(float, 0.5, low_inclusive=False),

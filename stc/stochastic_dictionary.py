@@ -68,6 +68,20 @@ from stc.progress import count_capped
 NEW_TERM_SHARE = 0.2
 
 
+# batch_size="auto": documents per mini-batch per topic, and the bounds. A stochastic step
+# learns each topic from the documents of its batch that use it, about batch_size x
+# (topics per document) / K of them: too few, and the topics follow the batches' noise
+# instead of the corpus (benchmarks/results_online_diagnosis.md).
+DOCUMENTS_PER_TOPIC = 20
+AUTO_BATCH_SIZE_BOUNDS = (256, 4096)
+
+
+def auto_batch_size(n_topics):
+    """The mini-batch size of ``batch_size="auto"``: 20 documents per topic, in [256, 4096]."""
+    low, high = AUTO_BATCH_SIZE_BOUNDS
+    return int(min(max(DOCUMENTS_PER_TOPIC * n_topics, low), high))
+
+
 def learning_rate(batch_number, offset, decay):
     """rho_t = (offset + t) ** -decay for the t-th batch (t from 1)."""
     return float((offset + batch_number) ** (-decay))

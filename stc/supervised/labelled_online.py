@@ -378,7 +378,7 @@ class LabelledOnlineSteps(LearningSteps):
         if model.refit_C is not None and not fitted.interrupted:
             # in a new shuffled order: rows sorted by class would make the steps cycle
             order = check_random_state(model.random_state).permutation(X.shape[0])
-            size = model.batch_size
+            size = model._learning_options().batch_size  # "auto" resolved
             refit_online(model, problem, ((rows_of(X, order[first:first + size]),
                                            self.labels[order[first:first + size]])
                                           for first in range(0, X.shape[0], size)),

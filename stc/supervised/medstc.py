@@ -106,7 +106,7 @@ class MedSTC(ClassifierMixin, STC):
     refit_C : "auto", float or None, default="auto"
         C of eta refitted on label-free training codes after the loop ("auto":
         REFIT_C_SCALE / mean_d ||theta_d||^2); None keeps the loop's eta.
-    batch_size : int, default=512
+    batch_size : int or "auto", default=512
         As in `STC` (online learning), with MedSTC's own default.
     n_passes : int, default=2
         As in `STC` (online learning), with MedSTC's own default.

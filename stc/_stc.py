@@ -83,7 +83,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Seeds the initial topics (and online learning's batch order).
     init : {"auto", "random", "nndsvd"}, default="auto"
         The starting topics: document draws, or NNDSVD (batch learning on a dask
-        array: draws only). "auto": NNDSVD online and from 50 topics in batch learning.
+        array: draws only). "auto": NNDSVD from 50 topics in batch learning, else draws.
     verbose : int, default=0
         When > 0, progress lines on stderr (docs/cli.md).
     learning_method : {"batch", "online"}, default="batch"

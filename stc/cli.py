@@ -269,8 +269,8 @@ def _add_model_options(parser):
                        f"--inner-tol, the paper's step ({_default('sweeps_per_iteration')})")
     model.add_argument("--init", choices=("auto", "random", "nndsvd"),
                        help="starting topics: a few random documents per topic (random) or "
-                            "a truncated SVD of the counts (nndsvd); auto: nndsvd for online "
-                            "learning and for batch learning from 50 topics on, else random "
+                            "a truncated SVD of the counts (nndsvd); auto: nndsvd for batch "
+                            "learning from 50 topics on, else random "
                             f"({_default('init')})")
     model.add_argument("--random-state", type=_number(int, 0, high=2 ** 32 - 1), metavar="SEED",
                        help="seed of the initial topics; give one for a repeatable fit "

@@ -106,28 +106,33 @@ def test_medstc_starts_from_nndsvd_too(newsgroups):
     assert np.all(np.diff(svd.objective_) <= 1e-9 * np.abs(svd.objective_[1:]))
 
 
-def test_online_learning_starts_from_nndsvd_of_the_data_it_has_first(newsgroups):
+def test_online_learning_starts_from_the_data_it_has_first(newsgroups):
     """fit in memory starts from the whole corpus, partial_fit and fit_stream from their first
-    batch; "auto" is NNDSVD for online learning at every K."""
+    batch; "auto" is the document draws for online learning at every K, "nndsvd" works."""
     train, _ = newsgroups
     X = train.data[:200]
-    assert resolved_init("auto", 3, online=True) == "nndsvd"
-    assert resolved_init("random", 3, online=True) == "random"
-    options = STC(n_topics=3, learning_method="online", random_state=0)._learning_options()
+    assert resolved_init("auto", 3, online=True) == resolved_init("auto", 500, online=True)
+    assert resolved_init("auto", 500, online=True) == "random"
+    assert resolved_init("nndsvd", 3, online=True) == "nndsvd"
+    options = STC(n_topics=3, learning_method="online", init="nndsvd",
+                  random_state=0)._learning_options()
     np.testing.assert_array_equal(online_start(X, options, check_random_state(0)),
                                   nndsvd_dictionary(X, 3, 0))
+    options = STC(n_topics=3, learning_method="online", random_state=0)._learning_options()
+    np.testing.assert_array_equal(online_start(X, options, check_random_state(0)),
+                                  initial_dictionary(X, 3, 0))
     params = dict(n_topics=3, learning_method="online", batch_size=100, n_passes=1,
                   random_state=0, topic_averaging=0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        for init in ("auto", "nndsvd", "random"):
+        for init in ("auto", "random", "nndsvd"):
             fitted = STC(init=init, **params).fit(X)
             streamed = STC(init=init, **params).fit_stream([X[:100], X[100:]])
             stepped = STC(init=init, **params).partial_fit(X[:100]).partial_fit(X[100:])
             np.testing.assert_array_equal(streamed.components_, stepped.components_)
             if init == "auto":
                 auto = fitted.components_, streamed.components_
-            elif init == "nndsvd":
+            elif init == "random":
                 np.testing.assert_array_equal(fitted.components_, auto[0])
                 np.testing.assert_array_equal(streamed.components_, auto[1])
             else:

@@ -95,8 +95,8 @@ def online_start(X, options, rng):
 
     That is the whole corpus for an in-memory ``fit`` (as batch learning
     starts) and the first mini-batch for ``fit_stream``, ``partial_fit``
-    and a dask array; by ``options.init`` (`resolved_init`: "auto" is
-    NNDSVD), seeded by ``rng``.
+    and a dask array; by ``options.init`` (`resolved_init`: "auto" is the
+    document draws), seeded by ``rng``.
     """
     init = resolved_init(options.init, options.n_topics, online=True)
     return starting_topics(X, options.n_topics, init, rng)

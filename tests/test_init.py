@@ -107,8 +107,9 @@ def test_medstc_starts_from_nndsvd_too(newsgroups):
 
 
 def test_online_learning_starts_from_the_data_it_has_first(newsgroups):
-    """fit in memory starts from the whole corpus, partial_fit and fit_stream from their first
-    batch; "auto" is the document draws for online learning at every K, "nndsvd" works."""
+    """"auto" is the document draws of the first batch for online learning at every K;
+    "nndsvd" works, of the whole corpus in fit, of the first batch in partial_fit and
+    fit_stream."""
     train, _ = newsgroups
     X = train.data[:200]
     assert resolved_init("auto", 3, online=True) == resolved_init("auto", 500, online=True)

@@ -9,7 +9,7 @@ from sklearn.exceptions import ConvergenceWarning
 import stc
 import stc.io
 from stc import MedSTC
-from stc.learners import online
+from stc.dictionary import initial_dictionary
 from stc.supervised.labelled_online import SVM_CHUNK, stochastic_svm_step
 from stc.supervised.svm import CuttingPlaneSVM, primal_objective
 
@@ -69,27 +69,22 @@ class Schedule:
             yield self.X[rows], self.y[rows]
 
 
-def test_fit_stream_equals_online_fit_on_its_schedule(labelled, monkeypatch):
+def test_fit_stream_equals_online_fit_on_its_schedule(labelled):
     """fit(online) is fit_stream over the shuffled batches fit draws from random_state.
 
     Both take the refit steps in one more pass over the batches, with the final topics.
-    fit starts from all of X, fit_stream from its first batch (tests/test_init.py): the
-    stream is given fit's start here.
     """
     X, y, _ = labelled
     params = dict(SMALL, n_passes=2, topic_averaging=0.5, total_samples=X.shape[0])
     fitted = MedSTC(**params).fit(X, y)
-    # replay the draws of fit's random state: the starting topics, an order, an order
+    # replay the draws of fit's random state: an order, the starting topics, an order
     rng = np.random.RandomState(0)
-    start = online.online_start(X, MedSTC(**params)._learning_options(), rng)
     first_order = rng.permutation(X.shape[0])
     replay = np.random.RandomState(0)
-    online.online_start(X, MedSTC(**params)._learning_options(), replay)
     replay.permutation(X.shape[0])
-    monkeypatch.setattr(online, "online_start", lambda *args: start.copy())
-    # the refit pass's order: the first draw of a new random state 0
-    orders = [first_order, rng.permutation(X.shape[0]),
-              np.random.RandomState(0).permutation(X.shape[0])]
+    initial_dictionary(X[first_order[:150]], 4, rng)
+    # the refit pass's order: a new draw from random_state=0, the first order again
+    orders = [first_order, rng.permutation(X.shape[0]), first_order]
     streamed = MedSTC(**dict(params, random_state=replay)).fit_stream(
         Schedule(X, y, orders, 150), classes=np.unique(y))
     assert_same_fit(fitted, streamed)

@@ -100,15 +100,17 @@ def schedule_batches(X, rows_per_block, batch_size, n_passes, entropy):
                                       entropy)]
 
 
-@pytest.mark.parametrize("rows_per_block", [250, 600])  # 3 partitions, or 1 (all terms)
+@pytest.mark.parametrize("rows_per_block, init", [(250, "auto"), (600, "auto"),  # 3 or 1
+                                                   (250, "nndsvd")])  # partitions
 def test_online_fit_is_fit_stream_over_the_partitions_batches(client, newsgroups,
-                                                              rows_per_block):
-    """Online on the cluster: the batches of the schedule, learned as fit_stream learns them."""
+                                                              rows_per_block, init):
+    """Online on the cluster: the batches of the schedule, learned as fit_stream learns them
+    (with init="nndsvd" too: the first round's slices make the first batch on the client)."""
     X = newsgroups[0].data[:600]
     # topic_averaging=0: the average's window is the last pass's, which fit_stream over
     # all passes' batches in one pass would not know
     params = dict(n_topics=4, random_state=0, learning_method="online", batch_size=128,
-                  dictionary_max_iter=2, topic_averaging=0.0, **PAPER)
+                  dictionary_max_iter=2, topic_averaging=0.0, init=init, **PAPER)
     spread = STC(**params, n_passes=2).fit(dask_rows(X, rows_per_block))
     batches = schedule_batches(X, rows_per_block, 128, 2, entropy=0)
     assert len(batches) == 10 and sum(b.shape[0] for b in batches) == 1200

@@ -82,8 +82,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     random_state : int, RandomState or None, default=None
         Seeds the initial topics (and online learning's batch order).
     init : {"auto", "random", "nndsvd"}, default="auto"
-        The starting topics: document draws, or NNDSVD (batch learning on a dask
-        array: draws only). "auto": NNDSVD from 50 topics in batch learning, else draws.
+        Document draws or NNDSVD; "auto": NNDSVD from 50 topics in batch learning.
     verbose : int, default=0
         When > 0, progress lines on stderr (docs/cli.md).
     learning_method : {"batch", "online"}, default="batch"

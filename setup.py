@@ -150,6 +150,7 @@ EXTENSIONS = [
     "stc._core._simd",
     "stc._core._word_codes",
     "stc._core._coding",
+    "stc._core._segments",
     "stc._core._simplex",
     "stc._core._sparse_ops",
     "stc._core._openmp",

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from stc._core import _coding, reference
+from stc._core import _coding, _segments, reference
 from stc._core._word_codes import SparseWordCodes
 from stc._core._constants import BLOCK_NEWTON_STEPS, PENALTIES
 from stc.losses._python import loss_failure_message
@@ -335,10 +335,10 @@ def segment_objectives(problem, X, beta, old_codes, new_codes, old_theta, new_th
     steps = np.ascontiguousarray(steps, dtype=np.float64)
     loss = problem.loss
     if loss.runs_in_kernel:
-        return _coding.segment_objectives(loss, problem.params, X,
-                                          transposed(beta) if beta_t is None else beta_t,
-                                          (old_codes, old_theta), (new_codes, new_theta),
-                                          rows, steps, n_jobs)
+        return _segments.segment_objectives(loss, problem.params, X,
+                                            transposed(beta) if beta_t is None else beta_t,
+                                            (old_codes, old_theta), (new_codes, new_theta),
+                                            rows, steps, n_jobs)
     # A pure-Python loss: the reference forms the trial codes of the listed documents.
     return reference.segment_objectives(loss, problem.params, X, beta, (old_codes, old_theta),
                                         (new_codes, new_theta), rows, steps)

@@ -196,7 +196,7 @@ def test_halvings_take_the_same_steps_with_and_without_the_screen(corpus, monkey
 
 def test_segment_objectives_match_the_objective_at_formed_codes(corpus):
     """The safeguard's compiled evaluation at old + t (new - old) equals objective (2) there."""
-    from stc._core._coding import move_along_segments
+    from stc._core._segments import move_along_segments
     from stc._core.reference import document_objective
     from stc.coding import segment_objectives
 

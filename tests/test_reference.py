@@ -14,16 +14,16 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from stc._core import _coding, _dense, _simplex, _sparse_ops, reference
+from stc._core import _coding, _dense, _segments, _simplex, _sparse_ops, reference
 from stc._core._word_codes import SparseWordCodes
 from stc.coding import CodingProblem, ShiftedMean, transposed
 from stc.dictionary import CorpusLayout
 from stc.losses import GaussianLoss, PoissonLoss
 from stc.supervised import _qp
 
-COMPILED_MODULES = ["stc._core._coding", "stc._core._dense", "stc._core._sparse_ops",
-                    "stc._core._simplex", "stc.supervised._qp", "stc._core._word_codes",
-                    "stc._core._openmp", "stc._core._simd"]
+COMPILED_MODULES = ["stc._core._coding", "stc._core._segments", "stc._core._dense",
+                    "stc._core._sparse_ops", "stc._core._simplex", "stc.supervised._qp",
+                    "stc._core._word_codes", "stc._core._openmp", "stc._core._simd"]
 
 # compiled function -> (its reference, the test that checks that they agree)
 KERNELS = {
@@ -31,10 +31,10 @@ KERNELS = {
     "_coding.code_shifted_documents": (reference.code_documents, "test_code_documents"),
     "_coding.code_new_documents": (reference.code_new_documents, "test_code_new_documents"),
     "_coding.theta_from_codes": (reference.theta_update, "test_theta_from_codes"),
-    "_coding.segment_objectives": (reference.segment_objectives, "test_segments"),
-    "_coding.segment_curvatures": (reference.segment_curvatures, "test_segments"),
-    "_coding.segment_losses": (reference.segment_losses, "test_segments"),
-    "_coding.move_along_segments": (reference.move_along_segments, "test_segments"),
+    "_segments.segment_objectives": (reference.segment_objectives, "test_segments"),
+    "_segments.segment_curvatures": (reference.segment_curvatures, "test_segments"),
+    "_segments.segment_losses": (reference.segment_losses, "test_segments"),
+    "_segments.move_along_segments": (reference.move_along_segments, "test_segments"),
     "_dense.row_products": (reference.row_products, "test_dense_products"),
     "_dense.matvec": (reference.matvec, "test_dense_products"),
     "_dense.vecmat": (reference.vecmat, "test_dense_products"),
@@ -207,23 +207,23 @@ def test_segments(seed):
     rows = np.array([0, 2, 3, 5, 8], dtype=np.intp)
     steps = np.array([0.0, 0.25, 1.0, 0.5, 0.75])
     old, new = (old_codes, old_theta), (new_codes, new_theta)
-    got = _coding.segment_objectives(PoissonLoss(), params, X, transposed(beta), old, new,
+    got = _segments.segment_objectives(PoissonLoss(), params, X, transposed(beta), old, new,
                                      rows, steps)
     expected = reference.segment_objectives(PoissonLoss(), params, X, beta, old, new, rows,
                                             steps)
     for mine, theirs in zip(got, expected):
         np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-13)
-    np.testing.assert_allclose(_coding.segment_curvatures(params, X, old, new, rows),
+    np.testing.assert_allclose(_segments.segment_curvatures(params, X, old, new, rows),
                                reference.segment_curvatures(params, X, old, new, rows),
                                rtol=1e-12)
     old_means = reference.word_means(X.indices, old_codes, beta.T)
     new_means = reference.word_means(X.indices, new_codes, beta.T)
     for mine, theirs in zip(
-            _coding.segment_losses(PoissonLoss(), X, old_means, new_means, rows, steps),
+            _segments.segment_losses(PoissonLoss(), X, old_means, new_means, rows, steps),
             reference.segment_losses(PoissonLoss(), X, old_means, new_means, rows, steps)):
         np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-13)
     codes, theta, means = new_codes.copy(), new_theta.copy(), np.zeros(X.nnz)
-    _coding.move_along_segments(X, transposed(beta), old, (codes, theta), means, rows, steps)
+    _segments.move_along_segments(X, transposed(beta), old, (codes, theta), means, rows, steps)
     moved = reference.move_along_segments(X, beta, old, new, rows, steps)
     np.testing.assert_array_equal(codes, moved[0])  # the same products, one rounding each
     np.testing.assert_array_equal(theta, moved[1])

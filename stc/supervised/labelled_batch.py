@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 
-from stc._core._coding import move_along_segments, segment_curvatures, segment_losses
+from stc._core._segments import move_along_segments, segment_curvatures, segment_losses
 from stc._core._dense import row_products
 from stc._core._word_codes import SparseWordCodes
 from stc._labels import check_labels

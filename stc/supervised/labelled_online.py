@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils import check_random_state
 
-from stc._core._coding import move_along_segments
+from stc._core._segments import move_along_segments
 from stc._core._dense import dot
 from stc.coding import (code_documents, code_known_terms, code_new_documents, iteration_problem,
                         transposed)

@@ -4,6 +4,7 @@ import hashlib
 import os
 import platform
 import subprocess
+import sys
 
 import numpy as np
 import scipy
@@ -125,8 +126,10 @@ def stc_lines():
 
     package_dir = os.path.dirname(os.path.abspath(stc.__file__))
     fingerprint, newest = source_fingerprint(package_dir)
-    # getattr: compare_revisions.py measures older trees too, which have no vector levels
-    simd = getattr(stc._core, "_simd", None) if _imports("stc._core._simd") else None
+    # compare_revisions.py measures older trees too: the level's module under its older
+    # name, or none (no vector levels)
+    simd = next((sys.modules[name] for name in ("stc._simd._dispatch", "stc._core._simd")
+                 if _imports(name)), None)
     levels = (f"{simd.level()} (supported: {', '.join(simd.levels())}; "
               f"STC_SIMD_LEVEL={os.environ.get('STC_SIMD_LEVEL', 'unset')})"
               if simd is not None else "none (scalar kernels only)")

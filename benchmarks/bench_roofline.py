@@ -23,7 +23,7 @@ divisions (the non-zero codes), and the bytes the step must move through memory
 entry). In the same run it measures the machine's bounds: memory
 bandwidth (a copy of 512 MiB split over ``--threads`` threads, read + write) and,
 on data in the L1 cache at the kernels' own vector level
-(``stc._core._simd.throughput``), the time per element of square roots, divisions
+(``stc._simd._throughput.throughput``), the time per element of square roots, divisions
 and multiplication passes, and of a dependent chain of additions, which the
 kernels' ordered sums over words pay.
 
@@ -85,10 +85,10 @@ def copy_bandwidth(threads, total_bytes=512 * 2 ** 20):
 
 def machine_bounds(threads):
     """Bandwidth of ``threads`` copying; per-element times of the kernels' own vector level."""
-    from stc._core import _simd
+    from stc._simd import _throughput
 
     bounds = {"bandwidth": copy_bandwidth(threads)}
-    bounds.update({op: _simd.throughput(op) for op in ("sqrt", "div", "mul", "chain")})
+    bounds.update({op: _throughput.throughput(op) for op in ("sqrt", "div", "mul", "chain")})
     return bounds
 
 
@@ -226,7 +226,7 @@ def render(args, bounds, results, command):
               "- Each bound is one resource alone; the step's bound is the largest. "
               f"L1 passes: {L1_PASSES_PER_UPDATE} per update at the multiplication pass's rate. "
               "The per-element times are the kernels' own vector loops "
-              "(`stc._core._simd.throughput`) at the level in use.", ""]
+              "(`stc._simd._throughput.throughput`) at the level in use.", ""]
     return "\n".join(lines)
 
 

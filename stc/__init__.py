@@ -25,14 +25,12 @@ _SUBMODULES = ("_core", "_persistence", "_report", "_stc", "_validation", "codin
 
 
 def _check_simd_level_variable():
-    """Refuse a bad STC_SIMD_LEVEL at `import stc`, in one line: the kernels read it on their
-    first import, deep inside whatever first needs them."""
-    from stc._core._constants import SIMD_LEVEL_VARIABLE, SIMD_LEVELS
-
-    value = _os.environ.get(SIMD_LEVEL_VARIABLE)
-    if value and value.strip().lower() not in SIMD_LEVELS:
-        raise ValueError(f"{SIMD_LEVEL_VARIABLE} must be one of {', '.join(SIMD_LEVELS)}; "
-                         f"got {value!r}")
+    """Refuse a bad STC_SIMD_LEVEL at `import stc`, in one line: the level's module reads it
+    on its first import, deep inside whatever first needs the kernels."""
+    try:
+        from stc._simd import _dispatch  # noqa: F401  (small: the level list and choice)
+    except ValueError as error:
+        raise ValueError(str(error)) from None
 
 
 _check_simd_level_variable()

@@ -8,7 +8,8 @@ import scipy
 import sklearn
 
 import stc
-from stc._core import _openmp, _simd
+from stc._core import _openmp
+from stc._simd import _dispatch as _simd
 
 
 def configuration():

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import settings
 
-from stc._core import _simd as simd
+from stc._simd import _dispatch as simd
 from stc.datasets import load_newsgroups_split
 from stc.losses import PythonLoss
 

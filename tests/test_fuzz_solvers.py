@@ -7,7 +7,7 @@ For one entry x of the word-code step the problem is
 Hypothesis draws (y, b, mean_rest, quad, lin, x_start) on log scales, from
 ordinary values to the extremes of doubles (one input at a time out to
 1e+-300), and every solver path must return the exact minimiser: the closed
-forms (`solve_coordinate`), the kernel's batch (`solve_coordinates`), the
+forms (`solve_coordinate`), the kernel's block (`solve_block`), the
 compiled generic Newton solver and its numpy twin. The reference is h'
 itself evaluated with mpmath at 200 bits: h' must change sign within a
 relative 1e-9 of the returned x (plus the rounding that evaluating h' in
@@ -215,7 +215,7 @@ def solver_paths(loss, args, x_start):
         yield "numpy", float(loss.solve_coordinate(y, b, mean_rest, quad, lin, x_start))
         return
     yield "solve", float(loss.solve_coordinate(y, b, mean_rest, quad, lin, x_start))
-    yield "batch", float(loss.solve_coordinates([y], [b], [mean_rest], quad, lin, [x_start])[0])
+    yield "batch", float(loss.solve_block([y], [b], [mean_rest], quad, lin, [x_start])[0])
     yield "newton", float(loss.newton_coordinate(y, b, mean_rest, quad, lin, x_start))
     yield "numpy", float(newton_coordinate(loss, y, b, mean_rest, quad, lin, x_start))
 
@@ -252,7 +252,7 @@ def test_closed_form_batch_equals_one_at_a_time(name):
            st.one_of(st.just(0.0), signed(-300, 300)))
     def run(drawn, quad, lin):
         y, b, mean_rest, _, _, x_start = (np.array(v) for v in zip(*drawn))
-        batch = loss.solve_coordinates(y, b, mean_rest, quad, lin, x_start)
+        batch = loss.solve_block(y, b, mean_rest, quad, lin, x_start)
         one = loss.solve_coordinate(y, b, mean_rest, quad, lin, x_start)
         np.testing.assert_array_equal(batch, one)
         count(f"closed-form batch vs one at a time (problems), {name}", len(drawn))

@@ -50,10 +50,13 @@ def test_sdist_holds_the_sources_data_tests_and_examples(sdist):
     names, _ = sdist
     extensions = ["stc/losses/_base", "stc/losses/_builtin", "stc/losses/_testing",
                   "stc/_core/_coding", "stc/_core/_simplex", "stc/_core/_sparse_ops",
-                  "stc/_core/_openmp", "stc/_core/_simd"]
+                  "stc/_core/_segments", "stc/_core/_openmp", "stc/_simd/_dispatch",
+                  "stc/_simd/_throughput"]
     required = {module + ".pyx" for module in extensions} | {
         "stc/losses/_base.pxd", "setup.py", "pyproject.toml", "README.md", "CHANGELOG.md",
-        "LICENSE", "stc/_core/_vector_kernels.h", "stc/_core/_simd.pxd",
+        "LICENSE", "stc/_simd/_levels.h", "stc/_simd/_dispatch.pxd",
+        "stc/_simd/_throughput.h", "stc/_core/_coding_vectors.h", "stc/_core/_coding.pxd",
+        "stc/losses/_builtin_vectors.h",
         "stc/datasets/data/newsgroups3.npz", "stc/datasets/data/stopwords.txt",
         "tests/conftest.py", "tests/fuzz_fit_worker.py", "tests/fuzz_profile.py",
         "docs/examples/python_loss.py", "docs/examples/compiled_loss/setup.py",

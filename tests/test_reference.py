@@ -23,7 +23,8 @@ from stc.supervised import _qp
 
 COMPILED_MODULES = ["stc._core._coding", "stc._core._segments", "stc._core._dense",
                     "stc._core._sparse_ops", "stc._core._simplex", "stc.supervised._qp",
-                    "stc._core._word_codes", "stc._core._openmp", "stc._core._simd"]
+                    "stc._core._word_codes", "stc._core._openmp", "stc._simd._dispatch",
+                    "stc._simd._throughput"]
 
 # compiled function -> (its reference, the test that checks that they agree)
 KERNELS = {
@@ -69,10 +70,10 @@ EXEMPT = {
     "_simplex.OnlineBlock",
     # thread count and OpenMP availability, no numerics (tests/test_init.py)
     "_openmp.openmp_enabled", "_openmp.resolve_n_jobs",
-    # choosing and timing the vector level of the coding kernels (tests/test_simd.py:
-    # every level gives the same bits)
-    "_simd.levels", "_simd.compiled_levels", "_simd.level", "_simd.set_level",
-    "_simd.best_level", "_simd.throughput",
+    # choosing the vector level of the kernels (tests/test_simd.py: every level gives the
+    # same bits), and the benchmark's probes of each level's instructions
+    "_dispatch.levels", "_dispatch.compiled_levels", "_dispatch.level", "_dispatch.set_level",
+    "_dispatch.best_level", "_throughput.throughput",
 }
 
 

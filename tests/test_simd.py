@@ -1,6 +1,6 @@
 """The coding kernels' vector levels: every level gives the scalar loops' bits.
 
-`stc._core._simd` picks, on import, the best level this CPU supports (capped by
+`stc._simd._dispatch` picks, on import, the best level this CPU supports (capped by
 STC_SIMD_LEVEL). Vectorising across a topic's words keeps each word's IEEE
 operations and the order of every sum, so the levels must agree bit for bit: on
 random batches of coordinate problems (including the inputs the fast path hands
@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import stc
-from stc._core import _simd as simd
+from stc._core import _coding
+from stc._simd import _dispatch as simd
 from stc.coding import CodingProblem, code_documents, code_new_documents, initial_codes
 from stc.losses import GaussianLoss, PoissonLoss
 
@@ -45,8 +46,8 @@ def test_the_environment_variable_caps_the_level(cap, expected):
     if expected == "baseline" and "baseline" not in simd.levels():
         pytest.skip("no vector level on this platform")
     env = dict(os.environ, **{simd.ENVIRONMENT_VARIABLE: cap})
-    shown = subprocess.run([sys.executable, "-c", "from stc._core import _simd; "
-                            "print(_simd.level())"], env=env, capture_output=True, text=True,
+    shown = subprocess.run([sys.executable, "-c", "from stc._simd import _dispatch; "
+                            "print(_dispatch.level())"], env=env, capture_output=True, text=True,
                            check=True).stdout.strip()
     # a cap above what the CPU runs gives the best level it runs
     assert shown == (expected or simd.levels()[-1])
@@ -54,7 +55,7 @@ def test_the_environment_variable_caps_the_level(cap, expected):
 
 def test_a_bad_level_is_refused_by_name():
     env = dict(os.environ, **{simd.ENVIRONMENT_VARIABLE: "sse9"})
-    done = subprocess.run([sys.executable, "-c", "import stc._core._simd"], env=env,
+    done = subprocess.run([sys.executable, "-c", "import stc._simd._dispatch"], env=env,
                           capture_output=True, text=True)
     assert done.returncode != 0
     assert "STC_SIMD_LEVEL must be one of scalar, baseline, avx2, avx512; got 'sse9'" in done.stderr
@@ -75,9 +76,6 @@ def test_a_bad_level_is_refused_at_import_stc():
     assert done.stderr.splitlines()[-1] == ("ValueError: STC_SIMD_LEVEL must be one of scalar, "
                                             "baseline, avx2, avx512; got 'avx9'")
     assert len(done.stderr.splitlines()) <= 7
-    # the names `import stc` checks are the kernels' own
-    from stc._core._constants import SIMD_LEVEL_VARIABLE, SIMD_LEVELS
-    assert (SIMD_LEVELS, SIMD_LEVEL_VARIABLE) == (simd.LEVEL_NAMES, simd.ENVIRONMENT_VARIABLE)
 
 
 def test_show_config_names_the_level_in_use(capsys):
@@ -108,14 +106,14 @@ def test_every_level_solves_a_batch_with_the_scalar_bits(name, problems, quad, l
                          for column in (zip(*problems) if problems else ([], [], [], [])))
     with np.errstate(all="ignore"):
         try:
-            reference = at_level("scalar", loss.solve_coordinates, y, b, rest, quad, lin, start)
+            reference = at_level("scalar", loss.solve_block, y, b, rest, quad, lin, start)
         except ValueError:  # a batch the loss refuses (NaN from finite inputs) at every level
             for level in simd.levels()[1:]:
                 with pytest.raises(ValueError):
-                    at_level(level, loss.solve_coordinates, y, b, rest, quad, lin, start)
+                    at_level(level, loss.solve_block, y, b, rest, quad, lin, start)
             return
         for level in simd.levels()[1:]:
-            solved = at_level(level, loss.solve_coordinates, y, b, rest, quad, lin, start)
+            solved = at_level(level, loss.solve_block, y, b, rest, quad, lin, start)
             assert solved.tobytes() == reference.tobytes(), level
 
 
@@ -127,7 +125,7 @@ def test_every_level_tells_all_zero_codes_as_numpy_does(codes, zero_prefix):
     s = np.array([0.0] * zero_prefix + codes, dtype=np.float64)
     expected = bool(np.all(s == 0.0))
     for level in simd.levels():
-        assert at_level(level, simd._codes_all_zero, s) == expected, level
+        assert at_level(level, _coding._codes_all_zero, s) == expected, level
 
 
 @pytest.mark.parametrize("n_words", [1, 7, 255, 256, 257, 700])
@@ -140,10 +138,10 @@ def test_long_batches_cross_the_chunks_with_the_scalar_bits(n_words):
     rest = rng.uniform(0.0, 0.5, n_words)
     loss = LOSSES["poisson"]
     for lin in (-0.3, 0.02, 0.2):
-        reference = at_level("scalar", loss.solve_coordinates, y, b, rest, 0.5, lin)
+        reference = at_level("scalar", loss.solve_block, y, b, rest, 0.5, lin)
         assert 0 < np.count_nonzero(reference) or lin > 0
         for level in simd.levels()[1:]:
-            assert at_level(level, loss.solve_coordinates, y, b, rest, 0.5, lin).tobytes() \
+            assert at_level(level, loss.solve_block, y, b, rest, 0.5, lin).tobytes() \
                 == reference.tobytes()
 
 

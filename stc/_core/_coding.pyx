@@ -3,7 +3,7 @@
 For every document d (in parallel, one document per task) it alternates
   * the word-code step: for each topic k, for each observed word n of d, the
     exact minimiser of the 1-D coordinate problem (the loss plugin's
-    `_solve_coordinates`, clamped at zero by Proposition 1). Words are
+    `_solve_block`, clamped at zero by Proposition 1). Words are
     independent given theta, so the inner loop over words has no dependency
     chain between consecutive updates;
   * the document-code step: theta in closed form from the word codes
@@ -12,9 +12,11 @@ For every document d (in parallel, one document per task) it alternates
     MedSTC's shifted mean enters;
 until the relative decrease of the document's objective falls under `tol`.
 
-The per-word loops of a topic's pass (the loss's closed form, the coupling
-sums, the means without topic k and back) run at the vector level that
-`stc._core._simd` chose for this CPU; every level gives the same bits.
+The per-word loops of a topic's pass run at the vector level that
+`stc._simd._dispatch` chose for this CPU, and every level gives the same bits:
+the coordinate problems of one topic's words through the loss's `_solve_block`
+(the loss owns its vector code), the coupling sums and the means without topic
+k and back through `_coding_vectors.h`.
 
 Word codes are kept per observed word, aligned with the CSR non-zeros of X:
 row j of `codes` is the code of the j-th stored entry, stored sparse
@@ -34,10 +36,10 @@ from cython.parallel cimport parallel, prange
 from libc.math cimport INFINITY, NAN, fabs, isfinite
 from libc.stdlib cimport free, malloc
 
-from stc._core._simd cimport add_topic, codes_all_zero, coupling_slope, remove_topic
 from stc._core._word_codes cimport (STORE_SCRATCH, CodeRows, SparseWordCodes, load_rows,
                                     release_free_memory, store_rows)
 from stc.losses._base cimport CompiledLoss
+from stc._simd._dispatch cimport level_in_use
 
 import numpy as np
 
@@ -57,8 +59,48 @@ cdef int FAILURE_HESSIAN = _constants.FAILURE_HESSIAN
 cdef int FAILURE_LOSS = _constants.FAILURE_LOSS
 
 
-cdef extern from "_vector_kernels.h":
+cdef extern from "_coding_vectors.h":
     void prefetch_row "stc_prefetch_row"(const double* row, Py_ssize_t n) noexcept nogil
+    double stc_coupling_slope(int level, Py_ssize_t n, const double* s_k,
+                              const double* curvatures, double t, double gamma, double quad,
+                              double* curvature, double* code_sum) noexcept nogil
+    void stc_remove_topic(int level, Py_ssize_t n, const double* b, const double* s,
+                          double* means) noexcept nogil
+    void stc_add_topic(int level, Py_ssize_t n, const double* b, const double* s,
+                       double* means) noexcept nogil
+    int stc_codes_all_zero(int level, Py_ssize_t n, const double* s) noexcept nogil
+
+# The vector level the loops below run at (`stc._simd._dispatch`, read on every call).
+cdef const int* simd_level = level_in_use()
+
+
+cdef inline double coupling_slope(Py_ssize_t n, const double* s_k, const double* curvatures,
+                                  double t, double gamma, double quad, double* curvature,
+                                  double* code_sum) noexcept nogil:
+    """sum_n 2 gamma (t - s_n), its curvature (into ``curvature``) and sum_n s_n."""
+    return stc_coupling_slope(simd_level[0], n, s_k, curvatures, t, gamma, quad, curvature,
+                              code_sum)
+
+
+cdef inline void remove_topic(Py_ssize_t n, const double* b, const double* s,
+                              double* means) noexcept nogil:
+    """means -= b s, clamped at 0 (rounding only: a sum of non-negative terms)."""
+    stc_remove_topic(simd_level[0], n, b, s, means)
+
+
+cdef inline void add_topic(Py_ssize_t n, const double* b, const double* s,
+                           double* means) noexcept nogil:
+    stc_add_topic(simd_level[0], n, b, s, means)
+
+
+cdef inline bint codes_all_zero(Py_ssize_t n, const double* s) noexcept nogil:
+    """Whether every s_n == 0 (either sign)."""
+    return stc_codes_all_zero(simd_level[0], n, s) != 0
+
+
+def _codes_all_zero(const double[::1] s):
+    """`codes_all_zero` of ``s`` at the level in use (for the tests)."""
+    return bool(codes_all_zero(s.shape[0], &s[0] if s.shape[0] else NULL))
 
 # Words ahead whose topic weights `load_document` asks the memory for.
 cdef Py_ssize_t LOAD_AHEAD = 8
@@ -239,7 +281,7 @@ cdef inline double solve_topic_words(CompiledLoss loss, const Document* doc, Py_
     cdef double* scratch = doc.scratch
     cdef double* code_sum = &doc.code_sums[k]
     cdef double slope, curv, lin = rho_lin - 2.0 * gamma * t
-    loss._solve_coordinates(n_words, y, b, rests, quad, lin, s_k, scratch)
+    loss._solve_block(n_words, y, b, rests, quad, lin, s_k, scratch)
     if t == 0.0 and codes_all_zero(n_words, s_k):
         # Most topics of a document (theta_k = 0, no word using them): every term of the
         # slope and code sums is 0 and every curvature term 2 gamma, so the sums are

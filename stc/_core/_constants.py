@@ -1,5 +1,9 @@
 """Constants of the coding sweep, read by the compiled kernel and its numpy reference alike."""
 
+# The kinds of a loss plugin's failure that the sweep reports (the losses own them).
+from stc.losses._failures import (FAILURE_HESSIAN, FAILURE_LOSS,  # noqa: F401
+                                  FAILURE_NONE, FAILURE_SOLVER)
+
 # Penalty codes passed to the kernels (`CodingProblem.theta_penalty` / `code_penalty`).
 PENALTY_L1 = 0
 PENALTY_L2 = 1
@@ -34,19 +38,3 @@ MEANS_DRIFT_RTOL = 1e-9
 # it is only a start.
 START_VALUE_RTOL = 1e-3
 START_VALUE_MAX_ITER = 50
-
-# What the coding sweep found broken in a loss plugin, reported per document (the
-# first failure only): the coordinate solver returned NaN, the hessian was NaN at a
-# code's mean, or the loss was NaN at a mean inside its domain, each from finite
-# arguments. A NaN that comes from non-finite arguments (codes that ran off to
-# infinity in an unbounded problem) is not the loss's failure and is not reported.
-FAILURE_NONE = 0
-FAILURE_SOLVER = 1
-FAILURE_HESSIAN = 2
-FAILURE_LOSS = 3
-
-# The vector levels of the coding kernels, lowest first (as `_vector_kernels.h` numbers
-# them), and the environment variable that caps the level: `import stc` checks it
-# before any kernel is loaded.
-SIMD_LEVELS = ("scalar", "baseline", "avx2", "avx512")
-SIMD_LEVEL_VARIABLE = "STC_SIMD_LEVEL"

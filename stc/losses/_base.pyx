@@ -232,10 +232,10 @@ cdef class CompiledLoss:
                                   double quad, double lin, double x_start) noexcept nogil:
         return self._newton_coordinate(y, b, mean_rest, quad, lin, x_start)
 
-    cdef void _solve_coordinates(self, Py_ssize_t n, const double* y, const double* b,
-                                 const double* mean_rest, double quad, double lin,
-                                 double* x, double* curvature) noexcept nogil:
-        """Solve n independent coordinate problems (same quad and lin).
+    cdef void _solve_block(self, Py_ssize_t n, const double* y, const double* b,
+                           const double* mean_rest, double quad, double lin,
+                           double* x, double* curvature) noexcept nogil:
+        """Solve n independent coordinate problems (same quad and lin): one topic's words.
 
         ``x`` holds the start values and receives the minimisers;
         ``curvature[i]`` receives b_i^2 l''(y_i, mean_rest_i + b_i x_i) where
@@ -339,8 +339,8 @@ cdef class CompiledLoss:
         """Like solve_coordinate but always through the generic Newton solver."""
         return self._solve(y, b, mean_rest, quad, lin, x_start, True)
 
-    def solve_coordinates(self, y, b, mean_rest, double quad, double lin, x_start=0.0):
-        """The batch the coding kernel calls (`_solve_coordinates`): shared quad and lin.
+    def solve_block(self, y, b, mean_rest, double quad, double lin, x_start=0.0):
+        """The block the coding kernel solves (`_solve_block`): shared quad and lin.
 
         Returns the minimisers (1-D). Closed-form losses take a different code
         path here than in `solve_coordinate` (their inlined loop, with the
@@ -357,7 +357,7 @@ cdef class CompiledLoss:
         cdef Py_ssize_t n = out.shape[0]
         if n:
             with nogil:
-                self._solve_coordinates(n, &yv[0], &bv[0], &mv[0], quad, lin, &ov[0], &cv[0])
+                self._solve_block(n, &yv[0], &bv[0], &mv[0], quad, lin, &ov[0], &cv[0])
         check_solutions(self, out, [y_arr, b_arr, m_arr, np.full(n, quad), np.full(n, lin)])
         return out
 

@@ -2,9 +2,20 @@
 cimport cython
 from libc.math cimport NAN, fabs, isfinite, log, sqrt
 
-from stc._core._simd cimport gaussian_batch, poisson_batch
+from stc._simd._dispatch cimport level_in_use
 from stc.losses._base cimport CompiledLoss
 
+# The vector code of the closed forms (at every level of stc/_simd/_levels.h): the losses
+# own it, and choose it by the level in use, read once per block.
+cdef extern from "_builtin_vectors.h":
+    int poisson_vector_block "stc_poisson_block"(
+        int level, Py_ssize_t n, const double* y, const double* b, const double* rest,
+        double quad, double lin, double* x, double* curvature) noexcept nogil
+    int gaussian_vector_block "stc_gaussian_block"(
+        int level, Py_ssize_t n, const double* y, const double* b, const double* rest,
+        double quad, double lin, double* x, double* curvature) noexcept nogil
+
+cdef const int* simd_level = level_in_use()
 
 
 # The closed forms below are exact to rounding while their intermediate
@@ -33,7 +44,7 @@ cdef inline double poisson_root(double y, double b, double mean_rest, double qua
                                 double tau, double a1, double a0) noexcept nogil:
     """`poisson_closed_form` for b > 0 from its coefficients tau = b + lin, a1 and a0.
 
-    Split off so that the batch loop (`solve_poisson_coordinates`) can test the
+    Split off so that the block loop (`solve_poisson_coordinates`) can test the
     common zero case on a1 and a0 itself and reuse them.
     """
     cdef double a2, disc, root
@@ -133,11 +144,11 @@ cdef class PoissonLoss(CompiledLoss):
             x = self._newton_coordinate(y, b, mean_rest, quad, lin, x_start)
         return x
 
-    cdef void _solve_coordinates(self, Py_ssize_t n, const double* y, const double* b,
-                                 const double* mean_rest, double quad, double lin,
-                                 double* x, double* curvature) noexcept nogil:
-        # The vector loop, where it takes the batch, gives the scalar loop's bits.
-        if poisson_batch(n, y, b, mean_rest, quad, lin, x, curvature):
+    cdef void _solve_block(self, Py_ssize_t n, const double* y, const double* b,
+                           const double* mean_rest, double quad, double lin,
+                           double* x, double* curvature) noexcept nogil:
+        # The vector loop, where it takes the block, gives the scalar loop's bits.
+        if poisson_vector_block(simd_level[0], n, y, b, mean_rest, quad, lin, x, curvature):
             solve_poisson_coordinates(self, n, y, b, mean_rest, quad, lin, x, curvature)
 
 
@@ -166,10 +177,10 @@ cdef class GaussianLoss(CompiledLoss):
             x = self._newton_coordinate(y, b, mean_rest, quad, lin, x_start)
         return x
 
-    cdef void _solve_coordinates(self, Py_ssize_t n, const double* y, const double* b,
-                                 const double* mean_rest, double quad, double lin,
-                                 double* x, double* curvature) noexcept nogil:
-        if gaussian_batch(n, y, b, mean_rest, quad, lin, x, curvature):
+    cdef void _solve_block(self, Py_ssize_t n, const double* y, const double* b,
+                           const double* mean_rest, double quad, double lin,
+                           double* x, double* curvature) noexcept nogil:
+        if gaussian_vector_block(simd_level[0], n, y, b, mean_rest, quad, lin, x, curvature):
             solve_closed_form_coordinates(self, n, y, b, mean_rest, quad, lin, x, curvature)
 
 
@@ -243,7 +254,7 @@ cdef inline void solve_closed_form_coordinates(
         ClosedFormLoss loss, Py_ssize_t n, const double* y, const double* b,
         const double* mean_rest, double quad, double lin, double* x,
         double* curvature) noexcept nogil:
-    """`CompiledLoss._solve_coordinates`'s loop for a final class with a closed form.
+    """`CompiledLoss._solve_block`'s loop for a final class with a closed form.
 
     The type is known here, so the calls below are direct and the C compiler
     inlines the closed form into the loop. The loop makes no other call: the
@@ -269,7 +280,7 @@ cdef void solve_extreme_coordinates(
         ClosedFormLoss loss, Py_ssize_t n, const double* y, const double* b,
         const double* mean_rest, double quad, double lin, double* x,
         double* curvature) noexcept nogil:
-    """The problems of a batch whose closed form returned NaN, by the generic solver."""
+    """The problems of a block whose closed form returned NaN, by the generic solver."""
     cdef Py_ssize_t i
     cdef double root
     for i in range(n):
@@ -288,7 +299,7 @@ cdef void solve_poisson_coordinates(
 
     The coding kernel's hot loop (the default loss). Against the generic loop
     it reads each input once into locals (the stores to ``x`` may alias them),
-    solves the b <= 0 problems (independent of the word) once per batch, and
+    solves the b <= 0 problems (independent of the word) once per block, and
     settles the common zero code (a1 >= 0, a0 > 0) before any guard; every
     other word goes through `poisson_root` and its extreme-scale guards, and
     the NaN it returns for extreme inputs is still handed to the generic

@@ -7,7 +7,7 @@ topic per sweep for all words of all documents at once.
 """
 import numpy as np
 
-from stc._core._constants import FAILURE_HESSIAN, FAILURE_SOLVER
+from stc.losses._failures import FAILURE_HESSIAN, FAILURE_SOLVER
 from stc.losses._solver_settings import (BRACKET_MAX_DOUBLINGS, DOMAIN_MARGIN,
                                          NEWTON_MAX_ITER, NEWTON_RTOL)
 
@@ -116,7 +116,7 @@ def solver_failure_cause(loss, y, b, mean_rest):
 def loss_failure_message(loss, kind, y, mean, b, mean_rest, quad, lin, where=""):
     """The error message for a NaN the coding step got from ``loss`` (finite arguments).
 
-    ``kind`` is a FAILURE_* code of `stc._core._constants`: the coordinate
+    ``kind`` is a FAILURE_* code of `stc.losses._failures`: the coordinate
     solver returned NaN on the problem (y, b, mean_rest, quad, lin), or the
     hessian (the loss) was NaN at (y, mean). ``where`` names the document and
     term, if known.

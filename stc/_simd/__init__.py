@@ -1,0 +1,6 @@
+"""The vector levels of the kernels (the bottom layer): which levels exist, which one runs.
+
+`_levels.h` is the one list of levels; `_dispatch` chooses the level in use, which the
+coding kernel (`stc._core`) and the built-in losses (`stc.losses`) read to pick their
+own vector code. `_throughput` holds the roofline benchmark's probes.
+"""

@@ -9,6 +9,12 @@ with that fixed dictionary under each candidate loss, switched with
 * ``poisson_newton``          the same Poisson loss compiled in a user module
                               (docs/examples/compiled_loss), generic nogil Newton solver;
 * ``pseudo_huber_compiled``   compiled pseudo-Huber (user module, generic Newton);
+* ``pseudo_huber_word_by_word``  the same loss with a coordinate solver of its own
+                              (``PseudoHuberBlockLoss``), through the default block
+                              (a method call per word);
+* ``pseudo_huber_block``      the same solver through the loss's own block method
+                              (``_solve_block``: one call per topic, the solver inlined),
+                              which must give the word-by-word row's theta bit for bit;
 * ``pseudo_huber``            pure-Python pseudo-Huber (docs/examples/python_loss.py),
                               numpy coding sweep with the vectorised Newton solver.
 
@@ -102,6 +108,8 @@ def main(argv=None):
 
         stc.losses.register("poisson_newton", compiled.PoissonNewtonLoss)
         stc.losses.register("pseudo_huber_compiled", compiled.PseudoHuberLoss)
+        stc.losses.register("pseudo_huber_word_by_word", compiled.PseudoHuberWordByWordLoss)
+        stc.losses.register("pseudo_huber_block", compiled.PseudoHuberBlockLoss)
 
         train = stc.datasets.load_newsgroups("train")
         X = train.data if args.n_docs is None else train.data[:args.n_docs]
@@ -125,6 +133,10 @@ def main(argv=None):
              args.repeats, None),
             ("pseudo_huber (pure Python, numpy)", "pseudo_huber", huber_params, 1,
              args.python_repeats, "pseudo_huber_compiled (compiled, Newton)"),
+            ("pseudo_huber_word_by_word (own solver)", "pseudo_huber_word_by_word",
+             huber_params, 1, args.repeats, "pseudo_huber_compiled (compiled, Newton)"),
+            ("pseudo_huber_block (own solver, block)", "pseudo_huber_block", huber_params, 1,
+             args.repeats, "pseudo_huber_word_by_word (own solver)"),
         ]
         threads = os.cpu_count() or 1
         if threads > 1:
@@ -143,6 +155,11 @@ def main(argv=None):
             wall, cpu, theta, sweeps = time_transform(model, X, repeats)
             results[label] = (wall, cpu, theta, sweeps)
             print(f"  timed {label}: {wall:.2f} s", flush=True)
+        block, word_by_word = (results[label][2] for label in (
+            "pseudo_huber_block (own solver, block)", "pseudo_huber_word_by_word (own solver)"))
+        if block.tobytes() != word_by_word.tobytes():
+            raise RuntimeError("the pseudo-Huber block method changed theta: it must give "
+                               "the default block's bits")
 
     print()
     header = (f"{'loss (STC.transform)':42s} {'threads':>7s} {'wall s':>8s} {'cpu s':>8s} "

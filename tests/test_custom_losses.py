@@ -398,3 +398,35 @@ def test_example_losses_are_accurate_at_every_magnitude(kind, request):
     # l' = -2e-10, a residual of -2e-10 (delta = 1): x = 1e200 to the solver's 1e-10
     x = float(loss.solve_coordinate(1e200, 1.0, 0.0, 1e-210, 0.0))
     assert x == pytest.approx(1e200, rel=1e-9)
+
+
+@needs_compiler
+def test_a_user_block_method_gives_its_scalar_path_bit_for_bit(compiled_module, small_corpus):
+    """The docs' PseudoHuberBlockLoss overrides _solve_block: the same bits as word by word."""
+    block = compiled_module.PseudoHuberBlockLoss()
+    word_by_word = compiled_module.PseudoHuberWordByWordLoss()
+    generic = compiled_module.PseudoHuberLoss()
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 20, 700).astype(float)
+    b = rng.uniform(0.0, 1e-2, 700)
+    b[::9] = 0.0
+    rest = rng.uniform(0.0, 20.0, 700)
+    start = rng.uniform(0.0, 3e3, 700)
+    for lin in (-0.2, -1e-3, 0.0, 1e-3):
+        solved = block.solve_block(y, b, rest, 1e-4, lin, start)
+        assert solved.tobytes() == block.solve_coordinate(y, b, rest, 1e-4, lin, start).tobytes()
+        assert solved.tobytes() == word_by_word.solve_block(y, b, rest, 1e-4, lin,
+                                                            start).tobytes()
+        # its own solver agrees with the generic Newton solver to their tolerance
+        np.testing.assert_allclose(solved, generic.solve_coordinate(y, b, rest, 1e-4, lin, start),
+                                   rtol=1e-8, atol=1e-9)
+    X, model = small_corpus
+    thetas = []
+    for name, cls in [("pseudo_huber_block", type(block)),
+                      ("pseudo_huber_word_by_word", type(word_by_word))]:
+        stc.losses.register(name, cls)
+        model.set_params(loss=name, **HUBER_PARAMS)
+        thetas.append(model.transform(X))
+    model.set_params(loss="poisson", lambda_=0.1, rho=0.01)
+    assert np.mean(thetas[0] > 0) > 0.5
+    assert thetas[0].tobytes() == thetas[1].tobytes()

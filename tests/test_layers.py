@@ -171,6 +171,21 @@ def test_the_graph_sees_cython_cimports():
     assert "stc._core._word_codes" in graph["stc._core._sparse_ops"]  # a parenthesised cimport
 
 
+def test_the_api_page_documents_the_public_face_only():
+    """docs/api.md lists every public name of the package and nothing from a private module."""
+    page = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text()
+    documented = []
+    for block in re.findall(r"```\{eval-rst\}(.*?)```", page, re.DOTALL):
+        module = re.search(r"currentmodule:: ([\w.]+)", block).group(1)
+        names = re.findall(r"^   (\w[\w.]*)$", block.split(":nosignatures:")[-1], re.MULTILINE)
+        documented += [f"{module}.{name}" for name in names]
+    private = [name for name in documented
+               if any(part.startswith("_") for part in name.split(".")[:-1])]
+    assert not private, f"private names on the API page: {private}"
+    assert {f"stc.{name}" for name in stc.__all__} <= set(documented)
+    assert all(not name.startswith("_") for name in stc._SUBMODULES)
+
+
 def test_every_folder_has_its_layer():
     folders = {layer_of(name) for name in MODULES}
     assert folders == set(LAYERS), "declare each folder of stc/ in LAYERS, bottom first"

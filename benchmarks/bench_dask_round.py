@@ -6,13 +6,13 @@ Usage::
         [--workers 1,2] [--repeats 2] [--sampled-documents 20480] [--threads]
         [--per-worker 2048,8192] [--bandwidth 1e9] [--output benchmarks/results_dask_round.md]
 
-A round of `stc.learners.dask_online.DaskOnlineTraining` is ``dictionary_max_iter``
+A round of `stc._learning.learners.dask_online.DaskOnlineTraining` is ``dictionary_max_iter``
 round trips between the client and the workers: the first sends each worker
 the topic columns of its slice's terms and returns the slice's two MM sums
 (and the next slice's terms); each further MM step of the client's
 dictionary step sends the new columns and returns one sum. Between them the
 client adds the slices' sums up over the round's terms and takes
-`stc.stochastic_dictionary.stochastic_dictionary_step`.
+`stc._learning.stochastic_dictionary.stochastic_dictionary_step`.
 
 Measured, one online pass with K topics and the given batch size, on a
 LocalCluster of W workers with one thread each (separate processes unless
@@ -163,9 +163,9 @@ class RoundMeter:
 def one_run(X, params, n_workers, processes):
     from distributed import Client, LocalCluster
 
-    import stc.learners.dask_online as dask_online
+    import stc._learning.learners.dask_online as dask_online
     from stc import STC
-    from stc.learners import LearningSteps
+    from stc._learning.learners import LearningSteps
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -257,7 +257,7 @@ def time_client_step(n_terms, n_topics, union, max_steps, repeats=3):
     """CPU seconds of the client's dictionary step over ``union`` of ``n_terms`` terms."""
     from types import SimpleNamespace
 
-    from stc.stochastic_dictionary import stochastic_dictionary_step
+    from stc._learning.stochastic_dictionary import stochastic_dictionary_step
 
     rng = np.random.default_rng(0)
     beta = rng.random((n_topics, n_terms))

@@ -156,7 +156,7 @@ EXTENSIONS = [
     "stc._core._sparse_ops",
     "stc._core._openmp",
     "stc._core._dense",
-    "stc.supervised._qp",
+    "stc._learning.supervised._qp",
 ]
 
 setup(

@@ -2,7 +2,7 @@
 and the cache and measures of bench_sparsity.py and reproduce_paper.py.
 
 Everything here goes through stc's public API (the estimators' parameters and
-fitted attributes, ``stc.coding``, ``stc.losses``, ``stc.datasets``).
+fitted attributes, ``stc._learning.coding``, ``stc.losses``, ``stc.datasets``).
 """
 import hashlib
 import json
@@ -123,7 +123,7 @@ def load_corpus(data):
 
 
 # ---------------------------------------------------------------------------
-# The coding step of a fitted model, called through stc.coding
+# The coding step of a fitted model, called through stc._learning.coding
 # ---------------------------------------------------------------------------
 
 def count_matrix(X):
@@ -157,8 +157,8 @@ def known_terms_only(model, X):
 
 
 def coding_problem(model):
-    """The `stc.coding.CodingProblem` that fitted ``model`` codes documents with."""
-    from stc.coding import CodingProblem
+    """The `stc._learning.coding.CodingProblem` that fitted ``model`` codes documents with."""
+    from stc._learning.coding import CodingProblem
     from stc.losses import get_loss
 
     params = model.get_params()
@@ -174,14 +174,14 @@ def coding_problem(model):
 
 
 def code_as_transform(model, X, n_jobs=None):
-    """Code ``X`` as ``model.transform`` does; returns (theta, `stc.coding.CodingResult`).
+    """Code ``X`` as ``model.transform`` does; returns (theta, `stc._learning.coding.CodingResult`).
 
     Each document starts at its best common code value, the word codes are
     not kept; ``result.word_code_updates(X)`` counts each document's
     word-code updates. The benchmarks check that theta equals
     ``transform``'s, so they count the work of the coding they time.
     """
-    from stc.coding import code_new_documents
+    from stc._learning.coding import code_new_documents
 
     X = known_terms_only(model, X)
     theta, _, result = code_new_documents(

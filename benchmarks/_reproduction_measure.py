@@ -264,7 +264,7 @@ def add_accuracy(record, model, kind, corpus, features_te, threads):
 
 def figure_data(name, model, corpus, lda_doc_topic=None):
     """Average word codes of the representative words (Fig. 3), per-category codes (Fig. 4)."""
-    from stc.inspect import average_document_codes, average_word_codes, representative_words
+    from stc.inspection import average_document_codes, average_word_codes, representative_words
 
     categories = corpus.figure_categories
     chosen = np.isin(corpus.ytr, categories)

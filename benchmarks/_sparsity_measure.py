@@ -430,7 +430,7 @@ def cv_refit_C(model, theta, y_index, candidates):
     """The candidate C whose refitted classifier scores best in 3-fold CV on ``theta``."""
     from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
-    from stc.supervised import CuttingPlaneSVM
+    from stc._learning.supervised.svm import CuttingPlaneSVM
 
     svm = CuttingPlaneSVM(cost=model.cost, tol=model.svm_tol, max_iter=model.svm_max_iter)
     search = GridSearchCV(svm, {"C": list(candidates)},
@@ -446,8 +446,8 @@ def run_medstc_recoded(point, corpus, threads, cache):
     point with ``refit="auto"`` with the C that ``refit_C="auto"`` gives those codes;
     for ``refit="cv"`` with the C of ``refit_factors`` times that one chosen by CV.
     """
-    from stc.supervised import CuttingPlaneSVM
-    from stc.supervised.medstc import auto_refit_C
+    from stc._learning.supervised.svm import CuttingPlaneSVM
+    from stc._estimators.medstc import auto_refit_C
 
     model = fit_medstc_paper(point["topics_of"], corpus, threads, cache)
     model.set_params(rho=point["rho"], rho_units=point["rho_units"])

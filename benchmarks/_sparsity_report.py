@@ -133,7 +133,7 @@ def medstc_recoded_section(rows):
             "MedSTC at the paper's setting (the row without CV above); train and test "
             "documents coded by `transform` after `set_params(rho=..., "
             "rho_units=\"relative\")`, and the classifier refitted on the training "
-            "codes with `stc.supervised.CuttingPlaneSVM(C=refit_C, cost=cost)`, as "
+            "codes with `stc._learning.supervised.svm.CuttingPlaneSVM(C=refit_C, cost=cost)`, as "
             "MedSTC's own final step does: with the fixed refit_C the model was "
             "fitted with, with the C `refit_C=\"auto\"` gives the new codes "
             "(5e6 / mean_d ||theta_d||^2), or with a C chosen by 3-fold CV on the "

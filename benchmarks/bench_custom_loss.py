@@ -27,7 +27,7 @@ the implementation.
 Wall time and CPU time (all threads) are reported, best of ``--repeats``
 runs for compiled losses (one run for the pure-Python loss unless
 ``--python-repeats`` says otherwise), with the mean number of coding sweeps
-per document (from an untimed call of ``stc.coding.code_new_documents`` that codes as
+per document (from an untimed call of ``stc._learning.coding.code_new_documents`` that codes as
 ``transform`` does and is checked to give the same theta) and the largest
 difference of theta within each pair.
 

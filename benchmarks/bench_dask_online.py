@@ -12,11 +12,11 @@ rho_units="absolute", theta_penalty="l2"``) and the online defaults
 otherwise, K topics, random_state=0:
 
 * in process: ``STC(learning_method="online", n_jobs=1).fit(X)``, with the
-  time spent in the kernels (coding and MM sums: `stc.stochastic_dictionary.code_batch` and
-  `stc.stochastic_dictionary.CodedBatch.responsibilities_at`) summed as well;
+  time spent in the kernels (coding and MM sums: `stc._learning.stochastic_dictionary.code_batch` and
+  `stc._learning.stochastic_dictionary.CodedBatch.responsibilities_at`) summed as well;
 * on a LocalCluster of W workers with one thread each: ``STC(..., n_jobs=1).fit``
   of the corpus as a dask array of W CSR row blocks (one per worker), through
-  `stc.learners.dask_online.DaskOnlineTraining` so that the time each worker spends in
+  `stc._learning.learners.dask_online.DaskOnlineTraining` so that the time each worker spends in
   the same kernels (its busy time) can be read as well.
 
 Throughput is documents per second per worker, two ways:
@@ -60,14 +60,14 @@ def dask_rows(X, n_blocks):
 def in_process(X, params):
     """One in-process fit: (wall seconds, model, seconds inside the kernels).
 
-    The kernel seconds are the time spent in `stc.stochastic_dictionary.code_batch` (coding
-    and the batch's MM sums) and `stc.stochastic_dictionary.CodedBatch.responsibilities_at`
+    The kernel seconds are the time spent in `stc._learning.stochastic_dictionary.code_batch` (coding
+    and the batch's MM sums) and `stc._learning.stochastic_dictionary.CodedBatch.responsibilities_at`
     (the sums of the further MM steps): the work a Dask worker does, whose
     busy time `DaskOnlineTraining` measures around the same two calls.
     """
     from unittest import mock
 
-    import stc.stochastic_dictionary
+    import stc._learning.stochastic_dictionary
     from stc import STC
 
     kernel = [0.0]
@@ -83,10 +83,10 @@ def in_process(X, params):
 
     start = time.perf_counter()
     with warnings.catch_warnings(), \
-            mock.patch.object(stc.stochastic_dictionary, "code_batch",
-                              timed(stc.stochastic_dictionary.code_batch)), \
-            mock.patch.object(stc.stochastic_dictionary.CodedBatch, "responsibilities_at",
-                              timed(stc.stochastic_dictionary.CodedBatch.responsibilities_at)):
+            mock.patch.object(stc._learning.stochastic_dictionary, "code_batch",
+                              timed(stc._learning.stochastic_dictionary.code_batch)), \
+            mock.patch.object(stc._learning.stochastic_dictionary.CodedBatch, "responsibilities_at",
+                              timed(stc._learning.stochastic_dictionary.CodedBatch.responsibilities_at)):
         warnings.simplefilter("ignore")
         model = STC(**params).fit(X)
     return time.perf_counter() - start, model, kernel[0]
@@ -96,7 +96,7 @@ def on_cluster(X, params, n_workers, processes):
     from distributed import Client, LocalCluster
 
     from stc import STC
-    from stc.learners.dask_online import DaskOnlineTraining
+    from stc._learning.learners.dask_online import DaskOnlineTraining
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

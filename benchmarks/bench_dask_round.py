@@ -4,15 +4,15 @@ Usage::
 
     python benchmarks/bench_dask_round.py [--data DIR] [--topics 100] [--batch-size 2048]
         [--workers 1,2] [--repeats 2] [--sampled-documents 20480] [--threads]
-        [--bandwidth 1e9] [--output benchmarks/results_dask_round.md]
+        [--per-worker 2048,8192] [--bandwidth 1e9] [--output benchmarks/results_dask_round.md]
 
-A round of `stc.learners.dask_online.DaskOnlineTraining` is ``dictionary_max_iter``
+A round of `stc._learning.learners.dask_online.DaskOnlineTraining` is ``dictionary_max_iter``
 round trips between the client and the workers: the first sends each worker
 the topic columns of its slice's terms and returns the slice's two MM sums
 (and the next slice's terms); each further MM step of the client's
 dictionary step sends the new columns and returns one sum. Between them the
 client adds the slices' sums up over the round's terms and takes
-`stc.stochastic_dictionary.stochastic_dictionary_step`.
+`stc._learning.stochastic_dictionary.stochastic_dictionary_step`.
 
 Measured, one online pass with K topics and the given batch size, on a
 LocalCluster of W workers with one thread each (separate processes unless
@@ -163,9 +163,9 @@ class RoundMeter:
 def one_run(X, params, n_workers, processes):
     from distributed import Client, LocalCluster
 
-    import stc.learners.dask_online as dask_online
+    import stc._learning.learners.dask_online as dask_online
     from stc import STC
-    from stc.learners import LearningSteps
+    from stc._learning.learners import LearningSteps
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -257,7 +257,7 @@ def time_client_step(n_terms, n_topics, union, max_steps, repeats=3):
     """CPU seconds of the client's dictionary step over ``union`` of ``n_terms`` terms."""
     from types import SimpleNamespace
 
-    from stc.stochastic_dictionary import stochastic_dictionary_step
+    from stc._learning.stochastic_dictionary import stochastic_dictionary_step
 
     rng = np.random.default_rng(0)
     beta = rng.random((n_topics, n_terms))
@@ -309,8 +309,9 @@ def project(measured, args, exponent, max_steps, w_high):
     element = measured["column_element"]
     step_cache = {}
     rows = []
-    for scenario, batch_of in (("fixed", lambda W: args.batch_size),
-                               ("grows", lambda W: args.batch_size * W)):
+    scenarios = [("fixed", args.batch_size, lambda W: args.batch_size)]
+    scenarios += [("grows", size, lambda W, size=size: size * W) for size in args.per_worker]
+    for scenario, size, batch_of in scenarios:
         for W in (8, 32, 128):
             B = batch_of(W)
             union = int(round(union_of(B)))
@@ -346,7 +347,7 @@ def project(measured, args, exponent, max_steps, w_high):
             restructured = dict(tree_share=tree_serial / (coding + tree_serial),
                              sharded_share=sharded_serial / (sharded_parallel + sharded_serial),
                              sharded_round=sharded_parallel + sharded_serial)
-            rows.append(dict(scenario=scenario, W=W, B=B, union=union, slice_terms=slice_terms,
+            rows.append(dict(scenario=scenario, size=size, W=W, B=B, union=union, slice_terms=slice_terms,
                              coding=coding, step=step, columns=columns, transfer=transfer,
                              overhead=overhead, total=total, serial_share=serial / total,
                              mb=(sent + back) / 1e6, pass_hours=total * WIKI_DOCS / B / 3600, **restructured))
@@ -364,10 +365,14 @@ def main(argv=None):
                         help="documents of the sampled corpus (0: leave it out)")
     parser.add_argument("--threads", action="store_true",
                         help="workers as threads of the client's process (default: processes)")
+    parser.add_argument("--per-worker", default="2048",
+                        help="documents per worker and round of the projection's growing "
+                             "batches, comma-separated (the share falls as they grow)")
     parser.add_argument("--bandwidth", type=float, default=1e9,
                         help="the client's network bandwidth in bytes/s, for the projection")
     parser.add_argument("--output", default=DEFAULT_OUTPUT)
     args = parser.parse_args(argv)
+    args.per_worker = [int(size) for size in args.per_worker.split(",")]
     start_uptime = uptime_line()
     processes = not args.threads
     workers = [int(w) for w in args.workers.split(",")]
@@ -447,8 +452,8 @@ def main(argv=None):
             "term-sharded (s) |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in proj:
-        label = (f"fixed, {args.batch_size}" if p["scenario"] == "fixed"
-                 else f"{args.batch_size} per worker")
+        label = (f"fixed, {p['size']}" if p["scenario"] == "fixed"
+                 else f"{p['size']} per worker")
         prow.append(f"| {label} | {p['W']} | {p['B']} | {p['union']} | {p['slice_terms']:.0f} "
                     f"| {p['coding']:.3f} | {p['step']:.3f} | {p['columns']:.3f} | "
                     f"{p['transfer']:.3f} | {p['overhead']:.3f} | {p['total']:.3f} | "

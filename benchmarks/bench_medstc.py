@@ -13,7 +13,7 @@ For every number of topics K (default 20, 30, ..., 110; ``--quick``: 20, 50,
 documents; read from ``../shared/data/20news`` relative to the repository root
 unless ``--data`` says otherwise), it runs in the same process:
 
-1. MedSTC (``stc.supervised.MedSTC``) fitted on the training documents and
+1. MedSTC (``stc.MedSTC``) fitted on the training documents and
    their labels; the test documents are coded without labels and classified
    by argmax_y eta_y . theta. Reported: test accuracy, fit time, predict time,
    final training accuracy (``train_accuracy_[-1]``), outer iterations
@@ -110,7 +110,7 @@ def objective_increases(objective):
 
 
 def fit_medstc(params, Xtr, ytr, Xte, yte, label, keep_model=False):
-    from stc.supervised import MedSTC
+    from stc import MedSTC
 
     model = MedSTC(**params)
     log(f"{label}: MedSTC fit {Xtr.shape[0]} docs, C={params['C']:g}, "
@@ -208,7 +208,7 @@ def refit_accuracies(model, Xfit, yfit, Xval, yval, refit_Cs):
     ``refit_C=c`` (the test ``test_refit_C_is_the_svm_on_label_free_training_codes``
     checks it), so one fit serves every value.
     """
-    from stc.supervised import CuttingPlaneSVM
+    from stc._learning.supervised.svm import CuttingPlaneSVM
 
     params = model.get_params()
     theta_fit, theta_val = model.transform(Xfit), model.transform(Xval)

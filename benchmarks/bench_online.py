@@ -24,7 +24,7 @@ by default the online defaults). Measured:
   background (``plain_completion``; a held-out entry that p gives 0, e.g. a term
   never seen in training, is left out for every model alike, and counted);
 * NPMI of every topic's 10 top words over the training documents
-  (`stc.inspect.coherence`), averaged over the topics;
+  (`stc.inspection.coherence`), averaged over the topics;
 * STC + SVM accuracy: ``LinearSVC`` on the document codes (train codes from
   ``transform``), C chosen by 3-fold CV on the training codes;
 * passes over the training corpus (online: ``n_passes``; batch: ``n_iter_``
@@ -102,7 +102,7 @@ def plain_completion(model, X, chunk=100_000):
 
     Returns (the mean, the share of held-out tokens left out because p = 0).
     """
-    from stc.completion import split_entries
+    from stc._learning.completion import split_entries
 
     observed, held_out = split_entries(X)
     theta = model.transform(observed)
@@ -124,7 +124,7 @@ def plain_completion(model, X, chunk=100_000):
 
 def evaluate(name, model, fit_times, loads, trace_params, params, train, test):
     from stc import STC
-    from stc.inspect import coherence
+    from stc.inspection import coherence
 
     log(f"{name}: coding train and test")
     held_out = model.objective(test.data)

@@ -24,9 +24,9 @@ fits on the training split and codes the test split; so thread pools and
 memory are not shared between runs. Measured (see ``PROTOCOL`` for details):
 fit and transform time, LinearSVC accuracy on the document codes, held-out
 document-completion log-likelihood per token and perplexity (the rule of
-``STC.score``, applied to every model through `stc.completion`), NPMI and
+``STC.score``, applied to every model through `stc._learning.completion`), NPMI and
 UMass coherence of the top 10 words over the training split
-(`stc.inspect.coherence`), shares of zero document and word codes, and the
+(`stc.inspection.coherence`), shares of zero document and word codes, and the
 peak resident memory of fit + transform.
 
 ``--quick`` is a check of the pipeline, not a measurement: every 10th
@@ -53,7 +53,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import REPO_ROOT, count_matrix, known_terms_only, load_corpus, log  # noqa: E402
-from stc.completion import TOPIC_PSEUDO_COUNT  # noqa: E402
+from stc._learning.completion import TOPIC_PSEUDO_COUNT  # noqa: E402
 
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "benchmarks", "results_peers.md")
 # l1-normalised codes have entries ~1/K: the quick check chose C at both ends of 1e-2..1e4
@@ -83,7 +83,7 @@ Protocol (the same for every model):
 - accuracy: LinearSVC (`dual=False`) on the l1-normalised codes of the training and test
   splits, C chosen by 3-fold stratified CV on the training codes from {c_grid}. MedSTC
   also has its own classifier (argmax_y eta_y . theta, what `predict` does): "own";
-- held-out completion: the rule of `STC.score` (`stc.completion`): every second stored
+- held-out completion: the rule of `STC.score` (`stc._learning.completion`): every second stored
   entry of each test document held out, the other half coded by the model's transform,
   p(n|d) = 0.99 pi_d . beta_n + 0.01 u_n with pi_d = (theta_d / sum_k theta_dk + {pseudo:g})
   / (1 + {pseudo:g} K) (a pseudo-count per topic, chosen on the training split for all models
@@ -91,7 +91,7 @@ Protocol (the same for every model):
   add-one smoothed training term frequencies; log-likelihood per held-out token and
   perplexity exp(-it);
 - coherence: mean over the topics of NPMI and UMass of the top 10 words, whole-document
-  co-occurrence over the training split (`stc.inspect.coherence`);
+  co-occurrence over the training split (`stc.inspection.coherence`);
 - zero codes: share of exactly zero entries of the test document codes, and of the
   l1-normalised codes under {small:g}; word codes (STC, MedSTC only: the other models
   have none) share of zero entries over the test entries whose term the topics know;
@@ -120,7 +120,7 @@ class STCModel:
 
     def __init__(self, K, seed, threads, supervised=False, **params):
         from stc import STC
-        from stc.supervised import MedSTC
+        from stc import MedSTC
 
         estimator = MedSTC if supervised else STC
         self.model = estimator(n_topics=K, random_state=seed, n_jobs=threads, **params)
@@ -388,7 +388,7 @@ def svm_accuracy(train_codes, y_train, test_codes, y_test, threads):
 
 def completion_score(peer, X_test, term_counts):
     """Held-out log-likelihood per token, by the rule of `STC.score`, for any model."""
-    from stc.completion import held_out_score, split_entries
+    from stc._learning.completion import held_out_score, split_entries
     from stc.losses import get_loss
 
     observed, held_out = split_entries(count_matrix(X_test))
@@ -398,7 +398,7 @@ def completion_score(peer, X_test, term_counts):
 
 def mean_coherence(beta, X_train, measure):
     """Mean coherence of the topics with some weight (a dead NMF topic has no top words)."""
-    from stc.inspect import coherence
+    from stc.inspection import coherence
 
     alive = beta.sum(axis=1) > 0
     return float(np.mean(coherence(SimpleNamespace(components_=beta[alive]), X_train,
@@ -438,7 +438,7 @@ def measure(name, K, seed, threads, train, test, **params):
         proportions = theta / np.maximum(theta.sum(axis=1, keepdims=True), 1e-300)
         record["doc_small"] = float(np.mean(proportions < SMALL_CODE))
         if peer.word_codes:
-            from stc.inspect import code_sparsity
+            from stc.inspection import code_sparsity
 
             known = known_terms_only(peer.model, test.data)
             record["word_zero"] = float(code_sparsity(peer.model, known)["word_zero_share"])

@@ -9,12 +9,12 @@ For every K it fits STC at its defaults (``--max-iter`` outer iterations; the
 topics and codes of a fitted model are what the steps see in a fit) on the full
 20 Newsgroups training set, then times, best of three on ``--threads`` threads:
 
-* **sweep**: one warm coding sweep of the training documents (``stc.coding.code_documents``
+* **sweep**: one warm coding sweep of the training documents (``stc._learning.coding.code_documents``
   with ``max_iter=1``), the step every outer iteration of a fit makes;
 * **transform**: coding the test documents from scratch as ``STC.transform`` does
-  (``stc.coding.code_known_terms``);
+  (``stc._learning.coding.code_known_terms``);
 * **MM step**: one majorisation-minimisation step of the dictionary
-  (``stc.dictionary.update_dictionary`` with ``max_iter=1``).
+  (``stc._learning.dictionary.update_dictionary`` with ``max_iter=1``).
 
 It counts each step's work: word-code updates (coordinate solves, as the kernel
 reports them), the share of them that needs the closed form's square root and
@@ -114,8 +114,8 @@ def step_bounds(work, bounds, threads):
 def measure(K, train, test, threads, max_iter):
     from stc import STC
     from stc._core._word_codes import SparseWordCodes
-    from stc.coding import code_documents, code_known_terms, transposed
-    from stc.dictionary import CorpusLayout, update_dictionary
+    from stc._learning.coding import code_documents, code_known_terms, transposed
+    from stc._learning.dictionary import CorpusLayout, update_dictionary
 
     Xtr, Xte = count_matrix(train.data), count_matrix(test.data)
     log(f"K={K}: fitting STC (max_iter={max_iter})")

@@ -38,7 +38,7 @@ K x N work small beside the coding:
 classifier of the true codes, `--classes`), the first D documents written once to
 an SVMlight file in the cache, the last 10,000 held out. The fit,
 ``MedSTC(learning_method="online", n_jobs=T, <the same model parameters>)
-.fit_stream(stc.io.iter_batches(file, 2048, labels=True), classes=...)``, reads the
+.fit_stream(stc.readers.iter_batches(file, 2048, labels=True), classes=...)``, reads the
 file batch by batch (MedSTC's defaults for C, cost and refit_C): the corpus is never
 in memory, and the traced peak is that of the whole fit, reading included. Each
 pass over the file is timed (``n_passes`` learning passes, then the refit's pass,
@@ -240,10 +240,10 @@ class TimedPasses:
 
 def fit_medstc_online(path, n_features, n_topics, n_classes, n_jobs, n_passes):
     """Online MedSTC over the file read in batches: (wall, seconds per pass, peak, model)."""
-    import stc.io
+    import stc.readers
     from stc import MedSTC
 
-    reader = TimedPasses(stc.io.iter_batches(path, BATCH_SIZE, n_features=n_features,
+    reader = TimedPasses(stc.readers.iter_batches(path, BATCH_SIZE, n_features=n_features,
                                              labels=True))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -343,7 +343,7 @@ def medstc_section(command, start_uptime, n_features, n_classes):
         f"{TEST_DOCUMENTS} held out. Fits: `MedSTC(n_topics=K, random_state=0, "
         f"learning_method='online', batch_size={BATCH_SIZE}, n_jobs=threads, n_passes=passes, "
         + ", ".join(f"{k}={v!r}" for k, v in MODEL_PARAMS.items())
-        + f").fit_stream(stc.io.iter_batches(file, {BATCH_SIZE}, n_features=N, labels=True), "
+        + f").fit_stream(stc.readers.iter_batches(file, {BATCH_SIZE}, n_features=N, labels=True), "
         "classes=...)`, MedSTC's defaults otherwise (C, cost, refit_C): the corpus is read "
         "from the file batch by batch in every pass and is never in memory. The peak is "
         "tracemalloc's over the whole fit (reading and parsing the batches included); a "

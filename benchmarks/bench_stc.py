@@ -25,7 +25,7 @@ from ``../shared/data/20news`` relative to the repository root unless
 
 A second table gives the throughput of STC's coding kernel for one K (50 by
 default): coordinate updates of word codes per second while coding the test
-documents with 1 and with ``threads`` threads (``stc.coding.code_documents``, all
+documents with 1 and with ``threads`` threads (``stc._learning.coding.code_documents``, all
 codes started at 1).
 
 The tables (with the command and machine information) are printed and
@@ -151,9 +151,9 @@ def run_lda(K, Xtr, Xte, threads, known_mask):
 
 
 def kernel_throughput(model, Xte, thread_counts, repeats):
-    """Time warm-start coding (``stc.coding.code_documents``) of the test documents from
+    """Time warm-start coding (``stc._learning.coding.code_documents``) of the test documents from
     all-ones codes; updates = K * sum_d nnz_d * iters_d (plus the block Newton passes: made)."""
-    from stc.coding import code_documents, initial_codes
+    from stc._learning.coding import code_documents, initial_codes
 
     K = model.components_.shape[0]
     # Terms never seen in training have zero weight in every topic; like
@@ -227,7 +227,7 @@ def render(args, info, data_info, stc_rows, lda_rows, throughput, load_start, lo
     if throughput is not None:
         K, rows = throughput
         lines += [f"STC coding kernel on the test documents, K={K} "
-                  f"(`stc.coding.code_documents` from all-ones codes, best of {args.repeats}):", ""]
+                  f"(`stc._learning.coding.code_documents` from all-ones codes, best of {args.repeats}):", ""]
         lines.append("| threads | time (s) | word-code updates (sweeps x K x words) "
                      "| coordinate updates made | mean sweeps/doc | docs at inner_max_iter "
                      "| ns per sweep update per core | ns per update made per core "

@@ -12,16 +12,17 @@ __version__ = "0.1.0"
 
 # The public names are imported on first use (PEP 562), so that `import stc` (and the
 # `stc` command's quick answers) need not load scikit-learn and scipy.
-_PUBLIC = {"DataWarning": "stc._validation", "FitInterruptedWarning": "stc.progress",
-           "MedSTC": "stc.supervised", "ModelFileError": "stc._persistence", "STC": "stc._stc",
-           "openmp_enabled": "stc._core._openmp", "load": "stc._persistence",
-           "report": "stc._report", "show_config": "stc._config"}
+_PUBLIC = {"DataWarning": "stc._utils.validation",
+           "FitInterruptedWarning": "stc._learning.progress",
+           "MedSTC": "stc._estimators.medstc", "ModelFileError": "stc._estimators.persistence",
+           "STC": "stc._estimators.stc", "openmp_enabled": "stc._core._openmp",
+           "load": "stc._estimators.persistence", "report": "stc._report",
+           "show_config": "stc._config"}
 # `load` finds the estimator classes in the table they register in when imported.
-_IMPORTED_FIRST = {"load": ("stc._stc", "stc.supervised")}
-# Submodules that `import stc` used to import, so that `stc.losses` etc. still work.
-_SUBMODULES = ("_core", "_persistence", "_report", "_stc", "_validation", "coding",
-               "completion", "dictionary", "inspect", "learners", "losses", "progress",
-               "stochastic_dictionary", "supervised", "training")
+_IMPORTED_FIRST = {"load": ("stc._estimators.stc", "stc._estimators.medstc")}
+# The public submodules, imported on first use like the names above. The rest of the package
+# (the folders whose names start with "_") is private: see docs/algorithms.md.
+_SUBMODULES = ("datasets", "inspection", "losses", "plotting", "readers")
 
 
 def _check_simd_level_variable():

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 
 from stc import __version__
-from stc._text import counted
+from stc._utils.text import counted
 
-from stc import inspect as _inspect
+from stc import inspection as _inspection
 from stc import plotting
 
 MAX_CHOSEN_WORDS = 24
@@ -100,7 +100,7 @@ def _default_words(X, y, vocabulary):
     if y is not None:
         n_classes = np.unique(y).size
         per_class = max(1, min(3, MAX_CHOSEN_WORDS // n_classes))
-        return _inspect.representative_words(X, y, vocabulary, per_class)[:MAX_CHOSEN_WORDS]
+        return _inspection.representative_words(X, y, vocabulary, per_class)[:MAX_CHOSEN_WORDS]
     doc_freq = np.asarray((X > 0).sum(axis=0)).ravel()
     order = np.argsort(-doc_freq, kind="stable")[:DEFAULT_CHOSEN_WORDS]
     order = order[doc_freq[order] > 0]
@@ -115,7 +115,7 @@ def report(model, X, path, y=None, *, vocabulary=None, words=None, class_names=N
     be mailed or opened offline. It shows the model's parameters and fit
     (objective per outer iteration, fit time), each topic's top words as
     bars with their coherence (UMass and NPMI over ``X``,
-    `stc.inspect.coherence`), the sparsity of the word and document codes of
+    `stc.inspection.coherence`), the sparsity of the word and document codes of
     ``X``, the average word codes of chosen words, and, given labels ``y``,
     the average document code of each class and, for a classifier such as
     `MedSTC`, its confusion matrix on ``(X, y)``.
@@ -137,7 +137,7 @@ def report(model, X, path, y=None, *, vocabulary=None, words=None, class_names=N
         else the column indices.
     words : sequence of str or int, optional
         Words whose codes are shown. Default: with ``y``, the terms in most
-        documents of each class (`stc.inspect.representative_words`, at most
+        documents of each class (`stc.inspection.representative_words`, at most
         24 in all); without, the 12 terms in most documents of ``X``.
     class_names : sequence of str, optional
         Names of the sorted distinct labels of ``y``.
@@ -151,8 +151,8 @@ def report(model, X, path, y=None, *, vocabulary=None, words=None, class_names=N
         The page written.
     """
     plotting._figure_class()  # without matplotlib, fail before any work
-    X = _inspect._count_matrix(model, X)
-    vocabulary = _inspect._vocabulary(model, vocabulary)
+    X = _inspection._count_matrix(model, X)
+    vocabulary = _inspection._vocabulary(model, vocabulary)
     y, class_names = _checked_labels(X, y, class_names)
     chosen = list(words) if words is not None else _default_words(X, y, vocabulary)
     sections = [_fit_section(model),
@@ -243,7 +243,7 @@ def _coherence_scores(model, X, n_words):
     scores, notes = {}, []
     for measure, label in (("u_mass", "UMass"), ("npmi", "NPMI")):
         try:
-            scores[label] = _inspect.coherence(model, X, measure=measure, top_n=max(2, n_words))
+            scores[label] = _inspection.coherence(model, X, measure=measure, top_n=max(2, n_words))
         except ValueError as error:
             notes.append(f"{label} not available: {error}")
     return scores, notes
@@ -251,7 +251,7 @@ def _coherence_scores(model, X, n_words):
 
 def _topics_section(model, X, vocabulary, n_words):
     """Each topic's top words as bars, with its coherence over ``X``."""
-    top = _inspect.top_words(model, vocabulary, n_words)
+    top = _inspection.top_words(model, vocabulary, n_words)
     scores, notes = _coherence_scores(model, X, n_words)
     explanation = ("Each topic's heaviest words and their weights (a topic's weights over all "
                    f"{model.components_.shape[1]} terms sum to 1). Coherence over these "
@@ -275,7 +275,7 @@ def _sparsity_section(model, X):
         return ('<section id="sparsity"><h2>Sparsity of the codes</h2>'
                 f'<p class="note">{html.escape(note)}</p></section>')
     n_topics = model.components_.shape[0]
-    sparsity = _inspect.code_sparsity(model, X)
+    sparsity = _inspection.code_sparsity(model, X)
     stats = "".join([
         _stat(f"{100 * sparsity['word_zero_share']:.1f} %", "of word-code entries are zero"),
         _stat(f"{np.mean(sparsity['word_active_topics']):.2f}",

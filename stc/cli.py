@@ -26,7 +26,7 @@ import sys
 import time
 import warnings
 
-from stc._text import counted
+from stc._utils.text import counted
 
 EXIT_OK = 0
 EXIT_ERROR = 1        # a bad file, bad data, or a failure while running
@@ -136,7 +136,7 @@ def _estimator_defaults(source, class_name):
     """
     import ast
 
-    # the file itself: importing stc.supervised to find it would load scikit-learn
+    # the file itself: importing the estimator to find it would load scikit-learn
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), *source.split("/"))
     with open(path, encoding="utf-8") as handle:
         tree = ast.parse(handle.read())
@@ -151,11 +151,11 @@ def _estimator_defaults(source, class_name):
 
 
 def _stc_default(name):
-    return _estimator_defaults("_stc.py", "STC")[name]
+    return _estimator_defaults("_estimators/stc.py", "STC")[name]
 
 
 def _medstc_default(name):
-    return _estimator_defaults("supervised/medstc.py", "MedSTC")[name]
+    return _estimator_defaults("_estimators/medstc.py", "MedSTC")[name]
 
 
 def _default(name):
@@ -201,7 +201,7 @@ def _add_data_options(parser, for_fit):
                             ("strict)" if for_fit else "the model's setting)"))
     if not for_fit:
         return
-    from stc._text import TOKEN_PATTERN
+    from stc._utils.text import TOKEN_PATTERN
 
     text = parser.add_argument_group("text options (a folder of text files)")
     text.add_argument("--stop-words", default="builtin", metavar="{builtin,none,FILE}",
@@ -510,7 +510,7 @@ def _load_model(path):
 def _read_data(args, model=None):
     import numpy as np
 
-    from stc.io import UndecodableTextError, load_corpus
+    from stc.readers import UndecodableTextError, load_corpus
 
     options = {}
     for name in ("encoding", "decode_error"):
@@ -585,7 +585,7 @@ def _run_fit(args):
     corpus = _read_data(args)
     labels = None
     if args.model == "medstc":
-        from stc.io import labels_of
+        from stc.readers import labels_of
 
         labels = labels_of(corpus)
         if labels is None:
@@ -621,8 +621,8 @@ def _run_fit(args):
 def _run_topics(args):
     from types import SimpleNamespace
 
-    from stc._persistence import read_model_file
-    from stc.inspect import top_words
+    from stc._estimators.persistence import read_model_file
+    from stc.inspection import top_words
 
     # The file's topics and vocabulary suffice: no need for the model's loss to be registered.
     metadata, arrays = read_model_file(args.model)
@@ -712,7 +712,7 @@ def _run_evaluate(args):
     from sklearn.metrics import confusion_matrix
 
     from stc import MedSTC
-    from stc.io import labels_of
+    from stc.readers import labels_of
 
     model = _load_model(args.model)
     if args.n_jobs is not None:
@@ -776,7 +776,7 @@ def _completion_line(model, X):
 
 def _run_report(args):
     from stc import report
-    from stc.io import labels_of
+    from stc.readers import labels_of
 
     _check_output(args.output, args, ("data", "model"))
     model = _load_model(args.model)
@@ -799,7 +799,7 @@ def _describe_value(value):
 
 
 def _run_info(args):
-    from stc._persistence import read_model_file
+    from stc._estimators.persistence import read_model_file
     from stc.losses import registered_losses
 
     metadata, arrays = read_model_file(args.model)

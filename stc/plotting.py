@@ -16,7 +16,7 @@ existing ``ax`` to draw into, and then return ``ax.figure``.
 """
 import numpy as np
 
-from stc import inspect as _inspect
+from stc import inspection as _inspection
 
 __all__ = [
     "plot_active_topics",
@@ -59,7 +59,7 @@ def plot_top_words(model, vocabulary=None, n=10, topics=None, n_cols=4, coherenc
     ----------
     model : fitted STC or MedSTC
     vocabulary : sequence of str, optional
-        Term of every column (see `stc.inspect.top_words`).
+        Term of every column (see `stc.inspection.top_words`).
     n : int, default=10
         Words per topic.
     topics : sequence of int, optional
@@ -67,14 +67,14 @@ def plot_top_words(model, vocabulary=None, n=10, topics=None, n_cols=4, coherenc
     n_cols : int, default=4
         Panels per row.
     coherence : array-like of shape (n_topics,), optional
-        A score per topic (e.g. `stc.inspect.coherence`), shown in each title.
+        A score per topic (e.g. `stc.inspection.coherence`), shown in each title.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
     Figure = _figure_class()
-    words = _inspect.top_words(model, vocabulary, n)
+    words = _inspection.top_words(model, vocabulary, n)
     topics = range(len(words)) if topics is None else [int(k) for k in topics]
     topics = list(topics)
     if not topics:
@@ -125,7 +125,7 @@ def plot_word_codes(model, X, words, vocabulary=None, ax=None, active_only=True)
     """Heat map of the average word codes of ``words`` over the documents of ``X``.
 
     Rows are words, columns topics; cell (n, k) is the mean of s_dnk over the
-    documents containing word n (`stc.inspect.average_word_codes`). With
+    documents containing word n (`stc.inspection.average_word_codes`). With
     ``active_only`` (default) only topics that at least one of the words
     activates are drawn, as in the paper's Fig. 3.
 
@@ -133,7 +133,7 @@ def plot_word_codes(model, X, words, vocabulary=None, ax=None, active_only=True)
     -------
     matplotlib.figure.Figure
     """
-    codes = _inspect.average_word_codes(model, X, words, vocabulary)
+    codes = _inspection.average_word_codes(model, X, words, vocabulary)
     columns = np.arange(codes.shape[1])
     if active_only and np.any(codes > 0):
         columns = np.flatnonzero(np.any(codes > 0, axis=0))
@@ -157,7 +157,7 @@ def plot_class_codes(model, X, y, class_names=None, ax=None):
     -------
     matplotlib.figure.Figure
     """
-    classes, means = _inspect.average_document_codes(model, X, y)
+    classes, means = _inspection.average_document_codes(model, X, y)
     labels = [str(c) for c in (classes if class_names is None else class_names)]
     if len(labels) != classes.size:
         raise ValueError(f"class_names must have one name per class ({classes.size}), "
@@ -247,7 +247,7 @@ def plot_active_topics(model, X):
     matplotlib.figure.Figure
     """
     Figure = _figure_class()
-    sparsity = _inspect.code_sparsity(model, X)
+    sparsity = _inspection.code_sparsity(model, X)
     n_topics = model.components_.shape[0]
     figure = Figure(figsize=(8.0, 3.0), layout="constrained")
     axes = figure.subplots(1, 2)

@@ -24,7 +24,7 @@ def test_labelled_points_and_their_section(tmp_path, monkeypatch):
     assert record["peak_mib"] > 0
     # the file holds the first D documents of the labelled sample, with their labels
     from stc.datasets import make_stc_corpus
-    from stc.io import read_svmlight
+    from stc.readers import read_svmlight
 
     sample = make_stc_corpus(800, 150, 3, document_length=bench.DOCUMENT_LENGTH,
                              topics_per_document=bench.TOPICS_PER_DOCUMENT, n_classes=3,

@@ -18,7 +18,7 @@ from sklearn.datasets import dump_svmlight_file
 from sklearn.exceptions import ConvergenceWarning
 
 import stc
-import stc.io
+import stc.readers
 import stc.losses
 from stc import STC, MedSTC
 from stc.cli import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, build_parser, main
@@ -247,12 +247,12 @@ def medstc_model(tmp_path_factory, text_dir):
 
 def test_fit_on_text_remembers_the_vocabulary_and_tokenisation(medstc_model, text_dir):
     model = stc.load(medstc_model)
-    corpus = stc.io.read_text_folder(text_dir / "train", min_df=2)
+    corpus = stc.readers.read_text_folder(text_dir / "train", min_df=2)
     assert list(model.vocabulary_) == list(corpus.vocabulary)
     assert model.text_options_["min_df"] == 2
     assert list(model.classes_) == ["comp.graphics", "rec.sport.hockey", "sci.space"]
     expected = MedSTC(n_topics=3, max_iter=4, random_state=0).fit(
-        corpus.data, stc.io.labels_of(corpus))
+        corpus.data, stc.readers.labels_of(corpus))
     assert model.coef_.tobytes() == expected.coef_.tobytes()
 
 
@@ -260,8 +260,8 @@ def test_evaluate_medstc_gives_accuracy_and_confusion_matrix(medstc_model, text_
     status, out, _ = run(["evaluate", medstc_model, text_dir / "test"], capsys)
     assert status == EXIT_OK
     model = stc.load(medstc_model)
-    corpus = stc.io.load_corpus(text_dir / "test", model=model)
-    y = stc.io.labels_of(corpus)
+    corpus = stc.readers.load_corpus(text_dir / "test", model=model)
+    y = stc.readers.labels_of(corpus)
     accuracy = float(re.search(r"^accuracy: (\S+)", out, re.M).group(1))
     assert accuracy == pytest.approx(model.score(corpus.data, y), abs=5e-5)
     lines = out.splitlines()
@@ -429,7 +429,7 @@ def test_missing_and_unreadable_inputs_name_the_file(tmp_path, stc_model, capsys
 
 def test_undecodable_text_names_the_commands_options(tmp_path, text_dir, capsys):
     """A text file not valid in the encoding: the message names --encoding and
-    --decode-error (the Python spelling is stc.io's), and either option reads it."""
+    --decode-error (the Python spelling is stc.readers's), and either option reads it."""
     root = tmp_path / "texts"
     shutil.copytree(text_dir / "train", root)
     bad = root / "sci.space" / "latin1.txt"
@@ -592,8 +592,8 @@ def test_help_reads_the_defaults_the_estimators_have():
     """The help reads the defaults from the estimators' source (no import): the same values."""
     from stc.cli import _estimator_defaults
 
-    assert _estimator_defaults("_stc.py", "STC") == STC().get_params()
-    assert _estimator_defaults("supervised/medstc.py", "MedSTC") == MedSTC().get_params()
+    assert _estimator_defaults("_estimators/stc.py", "STC") == STC().get_params()
+    assert _estimator_defaults("_estimators/medstc.py", "MedSTC") == MedSTC().get_params()
 
 
 HEAVY = {"sklearn", "scipy", "matplotlib", "dask"}
@@ -613,7 +613,7 @@ for argv in {argvs!r}:
     seen[" ".join(argv)] = loaded()
 from stc import *
 assert [name for name in stc.__all__ if name not in globals()] == []
-assert set(stc.__all__) <= set(dir(stc)) and {{"losses", "supervised"}} <= set(dir(stc))
+assert set(stc.__all__) <= set(dir(stc)) and {{"losses", "readers", "inspection"}} <= set(dir(stc))
 print(json.dumps(seen))
 """
 
@@ -744,11 +744,11 @@ def test_report_writes_the_page_stc_report_writes(medstc_model, text_dir, tmp_pa
     assert "<title>a test report</title>" in page
     assert "confusion" in page.lower()  # MedSTC on labelled documents
     model = stc.load(medstc_model)
-    corpus = stc.io.read_text_folder(text_dir / "test", vocabulary=model.vocabulary_,
+    corpus = stc.readers.read_text_folder(text_dir / "test", vocabulary=model.vocabulary_,
                                      **{k: v for k, v in model.text_options_.items()
                                         if k not in ("min_df", "max_df")})
     expected = stc.report(model, corpus.data, tmp_path / "expected.html",
-                          y=stc.io.labels_of(corpus), n_words=6, title="a test report")
+                          y=stc.readers.labels_of(corpus), n_words=6, title="a test report")
     def undated(text):  # the footer says when the page was written
         return re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d", "<when>", text)
 

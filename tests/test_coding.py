@@ -15,8 +15,8 @@ from scipy.optimize import minimize_scalar
 
 from stc._core._coding import theta_from_codes
 from stc._core.reference import common_start_value, theta_update
-from stc.coding import (CodingProblem, code_documents, code_new_documents, initial_codes,
-                        stc_objective)
+from stc._learning.coding import (CodingProblem, code_documents, code_new_documents, initial_codes,
+                                  stc_objective)
 from stc.losses import BernoulliLoss, GaussianLoss, PoissonLoss, PythonLoss
 
 from conftest import NumpyPoisson

@@ -1,4 +1,4 @@
-"""Fixed-order products (stc._core._dense) and the compiled QP of the SVM (stc.supervised._qp).
+"""Fixed-order products (stc._core._dense) and the compiled QP of the SVM (stc._learning.supervised._qp).
 
 The products must equal numpy's up to rounding, exactly where no rounding
 happens (small integers), and give the same bits for any thread count. The QP
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from stc._core import reference
 from stc._core._dense import dot, loss_augmented_argmax, matvec, row_products, vecmat
-from stc.supervised._qp import solve_simplex_qp
+from stc._learning.supervised._qp import solve_simplex_qp
 
 
 @settings(max_examples=40, deadline=None)

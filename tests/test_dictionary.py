@@ -13,8 +13,9 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 
 import stc
+from stc._learning.dictionary import (CorpusLayout, dictionary_loss, simplex_multiplier,
+                                      update_dictionary)
 from stc.datasets import load_newsgroups
-from stc.dictionary import CorpusLayout, dictionary_loss, simplex_multiplier, update_dictionary
 from stc.losses import BernoulliLoss, GaussianLoss, PoissonLoss
 
 from conftest import brief_fit
@@ -108,7 +109,7 @@ def test_mm_kernels_in_beta_layout_match_the_term_major_ones_bit_for_bit(n_jobs)
     """
     from stc._core._simplex import mm_exact_rows, mm_update_rows
     from stc._core._sparse_ops import (mm_first_statistics, mm_statistics,
-                                      mm_step_statistics, word_code_sums)
+                                       mm_step_statistics, word_code_sums)
 
     X, layout, codes, beta = random_problem(5, n_docs=40, n_features=150, n_topics=7,
                                             density=0.12, unused=(3, 70), zero_codes=0.4)

@@ -81,7 +81,7 @@ def round_indices(n_docs, rows_per_block, batch_size, pass_number, entropy):
     One array of row indices of X per round, in the order the round's mini-batch holds
     them: every partition's slice (`round_rows` of its `partition_order`), in partition order.
     """
-    from stc.learners.dask_online import partition_order, round_rows
+    from stc._learning.learners.dask_online import partition_order, round_rows
 
     starts = range(0, n_docs, rows_per_block)
     orders = [start + partition_order(min(rows_per_block, n_docs - start), entropy,
@@ -197,8 +197,8 @@ def test_a_worker_that_leaves_the_cluster_stops_the_fit_with_a_clear_error(newsg
 
     Without the check, a task pinned to the retired worker would wait for ever.
     """
-    from stc.learners.dask_online import _size
-    from stc.learners.partitions import Partitions
+    from stc._learning.learners.dask_online import _size
+    from stc._learning.learners.partitions import Partitions
     from stc.losses import get_loss
 
     X = newsgroups[0].data[:120]

@@ -58,7 +58,7 @@ def exactly(message):
 
 # Text instead of counts: scikit-learn's "could not convert string to float: 'hello world'".
 TEXT_INSTEAD_OF_COUNTS = ("X must hold counts (numbers), got {}: STC learns from a "
-                          "document-term count matrix; read text with stc.io.load_corpus (a "
+                          "document-term count matrix; read text with stc.readers.load_corpus (a "
                           "folder of text files) or count words with scikit-learn's "
                           "CountVectorizer")
 
@@ -436,8 +436,8 @@ def _objective_with_decreases(decreases, start=1e5):
 
 
 def test_remaining_iterations_extrapolate_a_geometric_decrease():
-    from stc.progress import remaining_iterations
-    from stc.training import relative_decrease_below
+    from stc._learning.progress import remaining_iterations
+    from stc._learning.training import relative_decrease_below
 
     # relative decrease 0.05 * 0.8^t at iteration t: the stopping rule (tol = 1e-4) stops
     # at t = 28 (0.05 * 0.8^28 = 9.3e-5, 0.05 * 0.8^27 = 1.2e-4)
@@ -460,7 +460,7 @@ def test_remaining_iterations_extrapolate_a_geometric_decrease():
 
 
 def test_remaining_iterations_say_unknown_until_meaningful():
-    from stc.progress import remaining_iterations
+    from stc._learning.progress import remaining_iterations
 
     path = _objective_with_decreases([0.05 * 0.8 ** t for t in range(2, 20)])
     assert remaining_iterations(path[:4], tol=1e-4, max_iter=100) is None  # 3 decreases

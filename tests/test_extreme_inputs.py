@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 import stc.losses
 from stc import STC, DataWarning, MedSTC
-from stc.learners.partitions import Partition
+from stc._learning.learners.partitions import Partition
 
 from conftest import brief_fit
 
@@ -25,7 +25,7 @@ from conftest import brief_fit
 PAPER = dict(rho_units="absolute", theta_penalty="l2")
 
 # Before the fit stops with the ValueError these tests expect, the coding step sums an
-# infinite objective and an infinite loss (inf - inf in stc/training.py's CodingStep), and
+# infinite objective and an infinite loss (inf - inf in stc/_learning/training.py's CodingStep), and
 # numpy warns; the error then says what is wrong. The warning is noise, not the point.
 infinite_loss_noise = pytest.mark.filterwarnings(
     "ignore:invalid value encountered in scalar subtract:RuntimeWarning")

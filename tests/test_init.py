@@ -15,10 +15,10 @@ from sklearn.utils import check_random_state
 
 import stc
 from stc import STC, MedSTC
-from stc.dictionary import (NNDSVD_MIN_TOPICS, initial_dictionary, nndsvd_dictionary,
-                            resolved_init)
+from stc._learning.dictionary import (NNDSVD_MIN_TOPICS, initial_dictionary, nndsvd_dictionary,
+                                      resolved_init)
 
-from stc.learners.online import online_start
+from stc._learning.learners.online import online_start
 from conftest import brief_fit
 
 

@@ -1,4 +1,4 @@
-"""The learners of `stc.learners` called directly: the estimator only dispatches to them.
+"""The learners of `stc._learning.learners` called directly: the estimator only dispatches to them.
 
 A learner given the estimator's coding problem, data and options returns the topics the
 estimator fits, bit for bit (the estimator adds nothing but validation and storage).
@@ -10,7 +10,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from stc import STC
-from stc.learners import LearnedTopics, LearningOptions, LearningSteps, batch, online
+from stc._learning.learners import LearnedTopics, LearningOptions, LearningSteps, batch, online
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,8 @@ import pytest
 
 import stc.losses
 from stc import STC, MedSTC
-from stc.dictionary import initial_dictionary
-from stc.coding import CodingProblem, code_documents, initial_codes
+from stc._learning.coding import CodingProblem, code_documents, initial_codes
+from stc._learning.dictionary import initial_dictionary
 from stc.losses import CompiledLoss, PythonLoss, check_loss
 from stc.losses._testing import NaNWindowLoss
 

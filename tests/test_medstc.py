@@ -4,19 +4,19 @@ import pytest
 
 import scipy.sparse as sp
 
+from stc import MedSTC
 from stc._core.reference import theta_update
-from stc.dictionary import initial_dictionary
-from stc.coding import CodingProblem, code_documents, initial_codes
+from stc._estimators import medstc as medstc_module
+from stc._learning.coding import CodingProblem, code_documents, initial_codes
+from stc._learning.coding import iteration_problem
+from stc._learning.dictionary import initial_dictionary
+from stc._learning.dictionary import CorpusLayout
+from stc._learning.supervised.labelled_batch import (ShiftedMeanCodingStep, SVMStep,
+                                                     medstc_objective, shifted_mean_term)
+from stc._learning.supervised.svm import primal_objective
+from stc._learning.training import TrainingState
 from stc.datasets import load_newsgroups_split
-from stc.dictionary import CorpusLayout
 from stc.losses import PoissonLoss
-from stc.supervised import MedSTC
-from stc.supervised import medstc as medstc_module
-from stc.supervised.labelled_batch import (ShiftedMeanCodingStep, SVMStep, medstc_objective,
-                                  shifted_mean_term)
-from stc.supervised.svm import primal_objective
-from stc.coding import iteration_problem
-from stc.training import TrainingState
 
 from conftest import brief_fit
 
@@ -102,8 +102,8 @@ def test_bad_labels_are_refused(corpus):
 
 def _segment_problem(X, K, seed):
     """Random topics, old and new codes (some word codes zero) and their ends' values."""
-    from stc.coding import document_objectives
-    from stc.supervised.labelled_batch import SegmentEnd
+    from stc._learning.coding import document_objectives
+    from stc._learning.supervised.labelled_batch import SegmentEnd
 
     rng = np.random.default_rng(seed)
     beta = rng.dirichlet(np.ones(X.shape[1]), K)
@@ -123,8 +123,8 @@ def _segment_problem(X, K, seed):
 def test_segment_screen_estimates_objective_2_along_the_segment(corpus, theta_pen, code_pen):
     """Means linear in t and a quadratic penalty: the screen's estimate is objective (2) along
     the segment and its loss part, to rounding far inside the size it reports."""
-    from stc.coding import segment_objectives
-    from stc.supervised.labelled_batch import SCREEN_RTOL, SegmentScreen
+    from stc._learning.coding import segment_objectives
+    from stc._learning.supervised.labelled_batch import SCREEN_RTOL, SegmentScreen
 
     X = as_csr(corpus[0][:80])
     beta, old, new, end = _segment_problem(X, 5, 11)
@@ -146,7 +146,7 @@ def test_halvings_take_the_same_steps_with_and_without_the_screen(corpus, monkey
     """Judged on the estimates where they clear the bound, exactly where they do not: the
     same steps as exact evaluation everywhere, objective values equal to rounding, and
     exact evaluations only for the points near their bound (here: the ties)."""
-    from stc.supervised import labelled_batch as steps_module
+    from stc._learning.supervised import labelled_batch as steps_module
 
     X = as_csr(corpus[0][:120])
     beta, old, new, end = _segment_problem(X, 4, 5)
@@ -198,7 +198,7 @@ def test_segment_objectives_match_the_objective_at_formed_codes(corpus):
     """The safeguard's compiled evaluation at old + t (new - old) equals objective (2) there."""
     from stc._core._segments import move_along_segments
     from stc._core.reference import document_objective
-    from stc.coding import segment_objectives
+    from stc._learning.coding import segment_objectives
 
     X, _, _, _ = corpus
     Xv = as_csr(X[:60])
@@ -260,8 +260,8 @@ def test_objective_4_never_increases_with_a_pure_python_loss(corpus):
 @brief_fit
 def test_refit_C_is_the_svm_on_label_free_training_codes(corpus):
     """The final step refits eta on transform(X) (codes without labels), nothing else."""
-    from stc.supervised import CuttingPlaneSVM
-    from stc.supervised.svm import primal_objective
+    from stc._learning.supervised.svm import CuttingPlaneSVM
+    from stc._learning.supervised.svm import primal_objective
 
     X, y, _, _ = corpus
     params = dict(n_topics=5, C=1000.0, lambda_=1.0, max_iter=3, random_state=0, n_jobs=2)

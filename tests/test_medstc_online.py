@@ -7,11 +7,11 @@ from sklearn.datasets import dump_svmlight_file
 from sklearn.exceptions import ConvergenceWarning
 
 import stc
-import stc.io
+import stc.readers
 from stc import MedSTC
-from stc.dictionary import initial_dictionary
-from stc.supervised.labelled_online import SVM_CHUNK, stochastic_svm_step
-from stc.supervised.svm import CuttingPlaneSVM, primal_objective
+from stc._learning.dictionary import initial_dictionary
+from stc._learning.supervised.labelled_online import SVM_CHUNK, stochastic_svm_step
+from stc._learning.supervised.svm import CuttingPlaneSVM, primal_objective
 
 # rho in absolute units: fit measures w_bar on all of X, fit_stream on its first batch
 SMALL = dict(n_topics=4, rho=0.01, rho_units="absolute", random_state=0,
@@ -252,7 +252,7 @@ def test_online_fit_classifies_the_embedded_corpus(newsgroups):
     assert online.joint_coef_ is not online.coef_
 
 
-# ---- a labelled file read in batches (stc.io.iter_batches(..., labels=True))
+# ---- a labelled file read in batches (stc.readers.iter_batches(..., labels=True))
 
 @pytest.mark.parametrize("batch_size", [1, 70, 150, 10 ** 6])
 def test_labelled_svmlight_batches_are_the_whole_file(tmp_path, labelled, batch_size):
@@ -261,8 +261,8 @@ def test_labelled_svmlight_batches_are_the_whole_file(tmp_path, labelled, batch_
     X, y = X[:300], y[:300]
     path = tmp_path / "train.svm"
     dump_svmlight_file(X, y, str(path), zero_based=True)
-    whole = stc.io.read_svmlight(path)
-    reader = stc.io.iter_batches(path, batch_size, labels=True)
+    whole = stc.readers.read_svmlight(path)
+    reader = stc.readers.iter_batches(path, batch_size, labels=True)
     for _ in range(2):  # re-iterable
         pairs = list(reader)
         assert all(isinstance(p, tuple) and len(p) == 2 for p in pairs)
@@ -275,8 +275,8 @@ def test_labelled_svmlight_batches_are_the_whole_file(tmp_path, labelled, batch_
         np.testing.assert_array_equal(labels, whole.target)
         np.testing.assert_array_equal(labels, y)
     # without labels: the counts alone, as before
-    assert all(sp.issparse(b) for b in stc.io.iter_batches(path, batch_size))
-    assert all(sp.issparse(b) for b in stc.io.iter_batches(path, batch_size, labels=None))
+    assert all(sp.issparse(b) for b in stc.readers.iter_batches(path, batch_size))
+    assert all(sp.issparse(b) for b in stc.readers.iter_batches(path, batch_size, labels=None))
 
 
 @pytest.mark.parametrize("labels_as", ["file", "sequence"])
@@ -288,8 +288,8 @@ def test_labelled_matrix_market_batches_are_the_whole_file(tmp_path, labelled, l
     scipy.io.mmwrite(str(path), X)
     labels_path.write_text("".join(f"{label}\n" for label in y))
     labels = labels_path if labels_as == "file" else list(y)
-    pairs = list(stc.io.iter_batches(path, 64, labels=labels))
-    whole = stc.io.read_matrix_market(path, labels=labels_path)
+    pairs = list(stc.readers.iter_batches(path, 64, labels=labels))
+    whole = stc.readers.read_matrix_market(path, labels=labels_path)
     stacked = sp.vstack([p[0] for p in pairs], format="csr")
     assert (stacked != whole.data).nnz == 0 and stacked.shape == whole.data.shape
     np.testing.assert_array_equal(np.concatenate([p[1] for p in pairs]), whole.target)
@@ -302,7 +302,7 @@ def test_fit_stream_of_a_labelled_file_equals_in_memory(tmp_path, labelled):
     path = tmp_path / "train.svm"
     dump_svmlight_file(X, y, str(path), zero_based=True)
     classes = np.unique(y)
-    reader = stc.io.iter_batches(path, 150, n_features=X.shape[1], labels=True)
+    reader = stc.readers.iter_batches(path, 150, n_features=X.shape[1], labels=True)
     from_file = MedSTC(**SMALL).fit_stream(reader, classes=classes)
     in_memory = MedSTC(**SMALL).fit_stream(batches_of(X, y), classes=classes)
     assert_same_fit(from_file, in_memory)
@@ -318,26 +318,26 @@ def test_labels_asked_of_a_file_without_them(tmp_path, labelled):
     scipy.io.mmwrite(str(mtx), X[:20])
     dump_svmlight_file(X[:20], y[:20], str(svm), zero_based=True)
     with pytest.raises(ValueError, match="labels=True.*holds no labels"):
-        stc.io.iter_batches(mtx, 5, labels=True)
+        stc.readers.iter_batches(mtx, 5, labels=True)
     with pytest.raises(ValueError, match="20 documents but labels"):
-        stc.io.iter_batches(mtx, 5, labels=list(y[:19]))
+        stc.readers.iter_batches(mtx, 5, labels=list(y[:19]))
     with pytest.raises(TypeError, match="labels must be"):
-        stc.io.iter_batches(mtx, 5, labels=3)
+        stc.readers.iter_batches(mtx, 5, labels=3)
     with pytest.raises(ValueError, match="n_features=7"):
-        stc.io.iter_batches(mtx, 5, n_features=7)
+        stc.readers.iter_batches(mtx, 5, n_features=7)
     with pytest.raises(ValueError, match="carries its own labels: give labels=True"):
-        stc.io.iter_batches(svm, 5, labels=list(y[:20]))
+        stc.readers.iter_batches(svm, 5, labels=list(y[:20]))
     with pytest.raises(TypeError, match="labels must be True or False"):
-        stc.io.iter_svmlight_batches(svm, 5, labels="yes")
+        stc.readers.iter_svmlight_batches(svm, 5, labels="yes")
     # a stream of counts without labels is refused by fit_stream, naming what it needs
     with pytest.raises(TypeError, match="pairs"):
-        MedSTC(**SMALL).fit_stream(stc.io.iter_batches(svm, 5), classes=np.unique(y))
+        MedSTC(**SMALL).fit_stream(stc.readers.iter_batches(svm, 5), classes=np.unique(y))
 
 
 # ---- step 1: one label-free sweep where the codes only start step 2
 
 def _supervision_with_a_classifier(X, y, n_topics):
-    from stc.supervised.labelled_online import OnlineSupervision
+    from stc._learning.supervised.labelled_online import OnlineSupervision
 
     supervision = OnlineSupervision(int(y.max()) + 1, 3e4, 3600.0, "auto", X.shape[0], 2)
     supervision.coef = np.random.default_rng(0).normal(size=(int(y.max()) + 1, n_topics))
@@ -346,8 +346,8 @@ def _supervision_with_a_classifier(X, y, n_topics):
 
 @pytest.mark.parametrize("with_classifier", [False, True])
 def test_step_one_makes_the_given_sweeps_or_codes_as_transform(labelled, with_classifier):
-    from stc.coding import code_new_documents
-    from stc.supervised.labelled_online import LABEL_FREE_SWEEPS, code_labelled_batch
+    from stc._learning.coding import code_new_documents
+    from stc._learning.supervised.labelled_online import LABEL_FREE_SWEEPS, code_labelled_batch
 
     X, y, _ = labelled
     X, y = X[:120], y[:120]
@@ -373,7 +373,7 @@ def test_refit_within_a_pass_trains_on_converged_label_free_codes(labelled, monk
     """partial_fit (and a one-shot stream's last pass) refits on step 1's codes: those are
     coded to convergence, as transform codes; a learning pass with a refit pass after it
     makes one sweep."""
-    import stc.supervised.labelled_online as online
+    import stc._learning.supervised.labelled_online as online
 
     seen = []
     real = online.code_labelled_batch

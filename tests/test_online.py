@@ -8,15 +8,16 @@ import scipy.sparse as sp
 from sklearn.datasets import dump_svmlight_file
 from sklearn.exceptions import ConvergenceWarning
 
-import stc.io
+import stc.readers
 from stc import STC
-from stc.coding import CodingProblem, code_new_documents
-from stc.dictionary import CorpusLayout, update_dictionary
-from stc.losses import get_loss
 from stc._core._simplex import (OnlineBlock, online_block_finish, online_block_solve,
                                 online_block_start)
-from stc.stochastic_dictionary import (NEW_TERM_SHARE, OnlineStatistics, introduce_new_terms,
-                                       learn_from_batch, learning_rate, simplex_minimiser)
+from stc._learning.coding import CodingProblem, code_new_documents
+from stc._learning.dictionary import CorpusLayout, update_dictionary
+from stc._learning.stochastic_dictionary import (NEW_TERM_SHARE, OnlineStatistics,
+                                                 introduce_new_terms, learn_from_batch,
+                                                 learning_rate, simplex_minimiser)
+from stc.losses import get_loss
 
 from conftest import brief_fit
 
@@ -383,15 +384,15 @@ def test_svmlight_batches_are_the_whole_file(tmp_path, newsgroups, batch_size):
     X = train.data[:600]
     path = tmp_path / "train.svm"
     dump_svmlight_file(X, np.zeros(X.shape[0]), str(path), zero_based=True)
-    whole = stc.io.read_svmlight(path, train.vocabulary).data
-    reader = stc.io.iter_svmlight_batches(path, batch_size, train.vocabulary)
+    whole = stc.readers.read_svmlight(path, train.vocabulary).data
+    reader = stc.readers.iter_svmlight_batches(path, batch_size, train.vocabulary)
     batches = list(reader)
     assert all(b.shape[0] <= batch_size for b in batches)
     assert (stacked(batches) != whole).nnz == 0 and stacked(batches).shape == whole.shape
     assert (stacked(reader) != whole).nnz == 0  # iterable again
     # without a vocabulary the width is the largest index + 1, as the whole-file reader
-    plain = stc.io.iter_svmlight_batches(path, batch_size)
-    assert stacked(plain).shape == stc.io.read_svmlight(path).data.shape
+    plain = stc.readers.iter_svmlight_batches(path, batch_size)
+    assert stacked(plain).shape == stc.readers.read_svmlight(path).data.shape
 
 
 @pytest.mark.parametrize("batch_size", [1, 9, 250, 10 ** 6])
@@ -404,8 +405,8 @@ def test_matrix_market_batches_are_the_whole_file(tmp_path, newsgroups, batch_si
     X.eliminate_zeros()
     path = tmp_path / "train.mtx"
     scipy.io.mmwrite(str(path), X)
-    whole = stc.io.read_matrix_market(path).data
-    batches = list(stc.io.iter_batches(path, batch_size))
+    whole = stc.readers.read_matrix_market(path).data
+    batches = list(stc.readers.iter_batches(path, batch_size))
     assert [b.shape[0] for b in batches] == [min(batch_size, 600 - i)
                                              for i in range(0, 600, batch_size)]
     assert stacked(batches).shape == whole.shape and (stacked(batches) != whole).nnz == 0
@@ -416,13 +417,13 @@ def test_matrix_market_out_of_row_order_is_refused(tmp_path):
     path.write_text("%%MatrixMarket matrix coordinate integer general\n3 4 3\n"
                     "2 1 1\n1 2 1\n3 3 2\n")
     with pytest.raises(ValueError, match="row order"):
-        list(stc.io.iter_matrix_market_batches(path, 2))
+        list(stc.readers.iter_matrix_market_batches(path, 2))
     dense = tmp_path / "dense.mtx"
     scipy.io.mmwrite(str(dense), np.ones((2, 2)))
     with pytest.raises(ValueError, match="coordinate general"):
-        stc.io.iter_matrix_market_batches(dense, 2)
+        stc.readers.iter_matrix_market_batches(dense, 2)
     with pytest.raises(ValueError, match="batch_size"):
-        stc.io.iter_svmlight_batches(path, 0)
+        stc.readers.iter_svmlight_batches(path, 0)
 
 
 def test_fit_stream_from_a_file_in_chunks(tmp_path, newsgroups):
@@ -430,7 +431,7 @@ def test_fit_stream_from_a_file_in_chunks(tmp_path, newsgroups):
     X = train.data[:600]
     path = tmp_path / "train.svm"
     dump_svmlight_file(X, np.zeros(X.shape[0]), str(path), zero_based=True)
-    reader = stc.io.iter_svmlight_batches(path, 200, n_features=X.shape[1])
+    reader = stc.readers.iter_svmlight_batches(path, 200, n_features=X.shape[1])
     from_file = STC(**SMALL, n_passes=2).fit_stream(reader)
     in_memory = STC(**SMALL, n_passes=2).fit_stream([X[i:i + 200] for i in range(0, 600, 200)])
     np.testing.assert_array_equal(from_file.components_, in_memory.components_)

@@ -14,7 +14,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 import stc
 import stc.losses
 from stc import STC, MedSTC
-from stc._persistence import FORMAT_VERSION, METADATA_MEMBER, ModelFileError
+from stc._estimators.persistence import FORMAT_VERSION, METADATA_MEMBER, ModelFileError
 
 from conftest import brief_fit
 
@@ -228,7 +228,7 @@ def test_a_changed_array_fails_the_checksum(tmp_path, stc_file):
 
 def _edited_with_its_checksum(source, target, edit_metadata=None, edit_array=None):
     """``source`` with its metadata or arrays edited and the checksum made anew (by hand)."""
-    from stc._persistence import _checksum, read_model_file
+    from stc._estimators.persistence import _checksum, read_model_file
 
     metadata, arrays = read_model_file(source)
     if edit_array is not None:
@@ -300,7 +300,7 @@ def _crafted(source, target, name, dtype, shape, data=b"", described=True, defla
 
 
 def _topics_shape(stc_file):
-    from stc._persistence import read_model_file
+    from stc._estimators.persistence import read_model_file
 
     return read_model_file(stc_file)[1]["components_"].shape
 
@@ -402,7 +402,7 @@ def test_model_file_error_is_public():
 def _file_from_before(model, tmp_path, parameter):
     """``model`` saved, then rewritten as a file from before ``parameter`` existed: the
     parameter dropped from the metadata, the checksum made anew. Returns its path."""
-    from stc._persistence import _checksum, read_model_file
+    from stc._estimators.persistence import _checksum, read_model_file
 
     model.save(tmp_path / "model.stc")
     _, arrays = read_model_file(tmp_path / "model.stc")

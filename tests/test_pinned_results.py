@@ -22,7 +22,7 @@ went to BLAS until issue 20: OpenBLAS chooses its kernel by the CPU (AVX-512 or
 AVX2), the kernels sum in different orders, and the max-margin loop's discrete
 choices (most violated labels, the safeguard) turned last-bit differences into
 a different ``medstc_l1`` fit (5 % in the objective). The SVM now sums in a
-fixed order (``stc._core._dense``, ``stc.supervised._qp``), so the MedSTC pins
+fixed order (``stc._core._dense``, ``stc._learning.supervised._qp``), so the MedSTC pins
 are bit pins too; `.ci/run` runs this file with OpenBLAS and numpy forced to
 older kernels as well. The MedSTC pins were re-made for that change (the
 same fit to 1e-13 for ``medstc_default``, a different path for the chaotic

@@ -1,4 +1,4 @@
-"""stc.plotting: each figure draws the numbers stc.inspect computes."""
+"""stc.plotting: each figure draws the numbers stc.inspection computes."""
 import sys
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from sklearn.metrics import confusion_matrix
 
 from stc import MedSTC, STC
-from stc import inspect as stc_inspect
+from stc import inspection
 from stc.datasets import load_newsgroups_split
 
 from conftest import brief_fit, optional
@@ -46,7 +46,7 @@ def test_top_words_grid_draws_each_topics_weights(plotting, model, data, tmp_pat
     figure = plotting.plot_top_words(model, train.vocabulary, n=6, n_cols=2, coherence=coherence)
     visible = [ax for ax in figure.axes if ax.get_visible()]
     assert len(visible) == 5 and len(figure.axes) == 6  # 3 x 2 grid, last panel hidden
-    words = stc_inspect.top_words(model, train.vocabulary, 6)
+    words = inspection.top_words(model, train.vocabulary, 6)
     for k, ax in enumerate(visible):
         labels = [label.get_text() for label in ax.get_yticklabels()]
         assert labels == [w for w, _ in words[k]][::-1]
@@ -76,7 +76,7 @@ def test_word_code_heat_map_shows_average_word_codes(plotting, model, data):
     words = ["space", "hockey", "image"]
     figure = plotting.plot_word_codes(model, X, words, train.vocabulary)
     ax = figure.axes[0]
-    expected = stc_inspect.average_word_codes(model, X, words, train.vocabulary)
+    expected = inspection.average_word_codes(model, X, words, train.vocabulary)
     active = np.flatnonzero(np.any(expected > 0, axis=0))
     np.testing.assert_allclose(ax.images[0].get_array(), expected[:, active])
     assert [t.get_text() for t in ax.get_yticklabels()] == words
@@ -90,7 +90,7 @@ def test_class_code_heat_map_shows_class_means(plotting, model, data):
     X, y, _, _, train = data
     figure = plotting.plot_class_codes(model, X, y, class_names=train.target_names)
     ax = figure.axes[0]
-    _, expected = stc_inspect.average_document_codes(model, X, y)
+    _, expected = inspection.average_document_codes(model, X, y)
     np.testing.assert_allclose(ax.images[0].get_array(), expected)
     assert [t.get_text() for t in ax.get_yticklabels()] == list(train.target_names)
     with pytest.raises(ValueError, match="one name per class"):
@@ -129,7 +129,7 @@ def test_objective_and_active_topic_plots(plotting, model, data):
     line = plotting.plot_objective(model).axes[0].lines[0]
     np.testing.assert_array_equal(line.get_ydata(), model.objective_)
     figure = plotting.plot_active_topics(model, X)
-    sparsity = stc_inspect.code_sparsity(model, X)
+    sparsity = inspection.code_sparsity(model, X)
     for ax, key in zip(figure.axes, ("word_active_topics", "document_active_topics")):
         heights = [bar.get_height() for bar in ax.patches]
         np.testing.assert_array_equal(heights, np.bincount(sparsity[key], minlength=6))

@@ -16,13 +16,13 @@ import scipy.sparse as sp
 
 from stc._core import _coding, _dense, _segments, _simplex, _sparse_ops, reference
 from stc._core._word_codes import SparseWordCodes
-from stc.coding import CodingProblem, ShiftedMean, transposed
-from stc.dictionary import CorpusLayout
+from stc._learning.coding import CodingProblem, ShiftedMean, transposed
+from stc._learning.dictionary import CorpusLayout
+from stc._learning.supervised import _qp
 from stc.losses import GaussianLoss, PoissonLoss
-from stc.supervised import _qp
 
 COMPILED_MODULES = ["stc._core._coding", "stc._core._segments", "stc._core._dense",
-                    "stc._core._sparse_ops", "stc._core._simplex", "stc.supervised._qp",
+                    "stc._core._sparse_ops", "stc._core._simplex", "stc._learning.supervised._qp",
                     "stc._core._word_codes", "stc._core._openmp", "stc._simd._dispatch",
                     "stc._simd._throughput"]
 
@@ -147,7 +147,7 @@ def layout_of(X, codes):
 def test_code_documents(seed, shifted):
     """A few sweeps from the same codes agree to rounding (the kernel sums per document,
     the reference per topic over all documents; tests/test_coding.py compares more cases
-    through `stc.coding`)."""
+    through `stc._learning.coding`)."""
     X, beta, codes, theta = corpus(seed)
     params = problem(seed).params
     rng = np.random.default_rng(seed)
@@ -353,7 +353,7 @@ def test_online_block(seed):
 
 
 # ---------------------------------------------------------------------------
-# The SVM's dual QP (`stc.supervised._qp`)
+# The SVM's dual QP (`stc._learning.supervised._qp`)
 # ---------------------------------------------------------------------------
 def qp_problem(seed, m=5, width=8):
     rng = np.random.default_rng(seed)

@@ -22,7 +22,7 @@ import pytest
 
 import stc
 from stc import MedSTC, STC
-from stc import inspect as stc_inspect
+from stc import inspection
 from stc.datasets import load_newsgroups_split
 
 from conftest import brief_fit, optional
@@ -117,14 +117,14 @@ def test_stc_page_holds_the_fit_topics_and_sparsity(stc_page, data):
     X, y, _, _, train = data
     parts = parse(path)
     assert parts.sections == ["fit", "topics", "sparsity", "word-codes", "classes"]
-    umass = stc_inspect.coherence(model, X, "u_mass")
-    npmi = stc_inspect.coherence(model, X, "npmi")
-    for k, topic in enumerate(stc_inspect.top_words(model, train.vocabulary)):
+    umass = inspection.coherence(model, X, "u_mass")
+    npmi = inspection.coherence(model, X, "npmi")
+    for k, topic in enumerate(inspection.top_words(model, train.vocabulary)):
         assert f"Topic {k}" in parts.text
         assert f"UMass {umass[k]:.3f} · NPMI {npmi[k]:.3f}" in parts.text
         for term, weight in topic:
             assert f"{term} {weight:.4f}" in parts.text
-    sparsity = stc_inspect.code_sparsity(model, X)
+    sparsity = inspection.code_sparsity(model, X)
     assert f"{100 * sparsity['word_zero_share']:.1f} %" in parts.text
     assert f"{100 * sparsity['document_zero_share']:.1f} %" in parts.text
     assert f"{model.objective_[-1]:.6g}" in parts.text

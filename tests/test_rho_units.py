@@ -8,7 +8,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from stc import STC, MedSTC, load
 from stc.datasets import load_newsgroups_split
-from stc.inspect import code_sparsity
+from stc.inspection import code_sparsity
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from sklearn.model_selection import GridSearchCV, KFold
 
 from stc import STC, MedSTC
-from stc.completion import BACKGROUND_WEIGHT, TOPIC_PSEUDO_COUNT, split_entries
+from stc._learning.completion import BACKGROUND_WEIGHT, TOPIC_PSEUDO_COUNT, split_entries
 
 from conftest import brief_fit
 

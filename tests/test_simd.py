@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 import stc
 from stc._core import _coding
+from stc._learning.coding import CodingProblem, code_documents, code_new_documents, initial_codes
 from stc._simd import _dispatch as simd
-from stc.coding import CodingProblem, code_documents, code_new_documents, initial_codes
 from stc.losses import GaussianLoss, PoissonLoss
 
 LOSSES = {"poisson": PoissonLoss(), "gaussian": GaussianLoss()}

@@ -15,8 +15,8 @@ from hypothesis.extra.numpy import arrays
 
 from stc._core._simplex import project_onto_simplex, project_rows_onto_simplex
 from stc._core.reference import project_onto_simplex as reference_projection
-from stc.dictionary import simplex_multiplier
-from stc.supervised import svm as svm_module
+from stc._learning.dictionary import simplex_multiplier
+from stc._learning.supervised import svm as svm_module
 
 
 # ---------------------------------------------------------------------------

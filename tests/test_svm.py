@@ -1,4 +1,4 @@
-"""Tests for stc.supervised.svm (1-slack cutting-plane multi-class SVM)."""
+"""Tests for stc._learning.supervised.svm (1-slack cutting-plane multi-class SVM)."""
 
 import itertools
 import json
@@ -16,14 +16,14 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.svm import LinearSVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from stc.supervised import svm as svm_module
-from stc.supervised._qp import face_step
-from stc.supervised.svm import (
-    CuttingPlaneSVM,
-    loss_augmented_predict,
-    multiclass_hinge,
-    primal_objective,
-)
+from stc._learning.supervised import svm as svm_module
+from stc._learning.supervised._qp import face_step
+from stc._learning.supervised.svm import (
+                                          CuttingPlaneSVM,
+                                          loss_augmented_predict,
+                                          multiclass_hinge,
+                                          primal_objective,
+                                          )
 
 
 # ---------------------------------------------------------------------------
@@ -475,7 +475,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from stc import STC, MedSTC
-from stc.supervised import svm
+from stc._learning.supervised import svm
 
 fits = []
 fit = svm.CuttingPlaneSVM.fit

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from stc import STC, MedSTC
-from stc.coding import code_documents
+from stc._learning.coding import code_documents
+from stc._learning.coding import iteration_problem
+from stc._learning.learners.batch import initial_state
+from stc._learning.training import CodingStep
 from stc.datasets import load_newsgroups_split
-from stc.learners.batch import initial_state
-from stc.coding import iteration_problem
-from stc.training import CodingStep
 
 from conftest import brief_fit
 
@@ -40,9 +40,9 @@ def test_the_recorded_objective_is_that_of_the_fitted_codes(corpus):
     X = model._validate_X(corpus, reset=True, loss=model._checked_loss())
     problem = model._set_count_scale(X)
     state = initial_state(X, problem.loss, 6, 0)
-    from stc.learners import LearningOptions
-    from stc.learners.batch import learn
-    from stc.coding import stc_objective
+    from stc._learning.learners import LearningOptions
+    from stc._learning.learners.batch import learn
+    from stc._learning.coding import stc_objective
 
     learned = learn(problem, X, LearningOptions(n_topics=6, random_state=0, max_iter=3,
                                                 sweeps_per_iteration=1), state=state)

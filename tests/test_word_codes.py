@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 
 import stc
 from stc._core._word_codes import SparseWordCodes
-from stc.coding import (SPARSE_STORAGE_DENSITY, CodeStorage, CodingProblem, code_documents,
-                        code_new_documents, initial_codes, zero_code_fraction)
-from stc.dictionary import CorpusLayout, update_dictionary
+from stc._learning.coding import (SPARSE_STORAGE_DENSITY, CodeStorage, CodingProblem,
+                                  code_documents, code_new_documents, initial_codes,
+                                  zero_code_fraction)
+from stc._learning.dictionary import CorpusLayout, update_dictionary
 from stc.losses import GaussianLoss, PoissonLoss
 
 
@@ -153,7 +154,7 @@ def test_batch_learning_keeps_its_word_codes_sparse_and_reports_their_zeros(caps
     """The batch learner's state starts with `SparseWordCodes` (the start value, unstored),
     ends in the storage the codes' density calls for, and the progress lines report their
     share of zeros."""
-    from stc.learners import LearningOptions, batch
+    from stc._learning.learners import LearningOptions, batch
 
     X = stc.STC()._validate_X(stc.datasets.load_newsgroups("train").data[:80], reset=True,
                               loss=PoissonLoss())
@@ -197,10 +198,10 @@ def test_a_dask_partition_stores_its_codes_as_the_in_memory_coding_step():
     """The workers' coding step keeps a partition's word codes in the storage their
     density calls for (`CodeStorage`), with the in-memory step's values bit for bit: dense
     codes switch to dense storage, sparse ones stay sparse."""
-    from stc.learners import batch
-    from stc.learners.dask_batch import _code, _start_codes
-    from stc.learners.partitions import Partition
-    from stc.training import CodingStep
+    from stc._learning.learners import batch
+    from stc._learning.learners.dask_batch import _code, _start_codes
+    from stc._learning.learners.partitions import Partition
+    from stc._learning.training import CodingStep
 
     X = stc.STC()._validate_X(stc.datasets.load_newsgroups("train").data[:60], reset=True,
                               loss=PoissonLoss())
@@ -254,7 +255,7 @@ def test_the_dictionary_step_reads_rows_in_place_or_gathered_with_the_same_bits(
                                                                                  monkeypatch):
     """Sparse codes denser than `GATHER_DENSITY` are read in place, sparser ones gathered
     term by term: both give the dense codes' dictionary step bit for bit."""
-    import stc.dictionary as dictionary
+    import stc._learning.dictionary as dictionary
 
     monkeypatch.setattr(dictionary, "GATHER_DENSITY", gather)
     X, beta = small_corpus(6)

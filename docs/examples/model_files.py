@@ -1,7 +1,7 @@
 """Read a text folder, fit, save the model with its vocabulary, load it, code new text."""
 import stc
 from stc import STC
-from stc.io import load_corpus
+from stc.readers import load_corpus
 
 corpus = load_corpus("news/train", min_df=2)    # text folder, SVMlight or Matrix Market
 model = STC(n_topics=10, random_state=0).fit(corpus.data)

@@ -1,4 +1,4 @@
-"""The embedded corpus as folders of text files, the layout `stc` and `stc.io.load_corpus` read."""
+"""The embedded corpus as folders of text files, the layout `stc` and `stc.readers.load_corpus` read."""
 from pathlib import Path
 from stc.datasets import load_newsgroups_split
 

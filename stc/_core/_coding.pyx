@@ -27,7 +27,7 @@ every pass over a topic's words reads contiguous memory and never gathers
 from the (K x N) dictionary again.
 
 The coding problem (penalty weights, penalty kinds, tolerances) travels as
-one `CodingParams` struct, built from `stc.coding.CodingProblem`. The numpy
+one `CodingParams` struct, built from `stc._learning.coding.CodingProblem`. The numpy
 reference `stc._core.reference` mirrors every function here under the same
 name (tests/test_reference.py holds them together); both read their constants
 from `stc._core._constants`.
@@ -192,7 +192,7 @@ cdef inline double theta_update(double mean_code, double linear, double n_words,
     footnote 3); mean_code is the average word code s_bar_k over the
     document's n_words observed words. With linear = 0 these are the paper's
     formulas; MedSTC passes its shifted mean's linear term (see
-    `stc.supervised.labelled_batch.shifted_mean_term`).
+    `stc._learning.supervised.labelled_batch.shifted_mean_term`).
     """
     cdef double t
     if penalty == PENALTY_L1:
@@ -914,7 +914,7 @@ def code_shifted_documents(CompiledLoss loss, CodingParams params, X,
                            double[::1] means, shift, n_jobs=None):
     """`code_documents` with MedSTC's shifted mean: - b_d . theta_d added to each document.
 
-    ``shift`` is a `stc.coding.ShiftedMean` with
+    ``shift`` is a `stc._learning.coding.ShiftedMean` with
     ``theta_linear``, None or (n_docs, K) b; ``active``, None or a uint8 array of
     n_docs (a document with 0 is not swept: its means, objective and start
     values are those of its current codes); ``start_means``, None or a

@@ -2,7 +2,7 @@
 
 MedSTC's supervised coding step moves each document's codes (word and document)
 from the old ones towards the new ones and backtracks along that segment until
-its objective does not rise (`stc.supervised.labelled_batch`); online it moves them
+its objective does not rise (`stc._learning.supervised.labelled_batch`); online it moves them
 once (`labelled_online`). These are its nogil parts, apart from the unsupervised
 coding kernel (`_coding.pyx`), whose objective of one document they share
 (`objective_at_codes`). The numpy reference `stc._core.reference` mirrors each

@@ -341,7 +341,7 @@ cdef double mm_update_row(const double* a, const double* c, const double* beta_r
 def mm_update_rows(const double[:, ::1] beta, const double[:, ::1] weighted_sums,
                    const double[:, ::1] code_sums, double[::1] multipliers,
                    int max_iter=100, n_jobs=None):
-    """The Poisson MM update of every topic (see `stc.dictionary`), topics in parallel.
+    """The Poisson MM update of every topic (see `stc._learning.dictionary`), topics in parallel.
 
     For topic k: a_n = beta_kn * weighted_sums[n, k], c_n = code_sums[k, n];
     the new row is a_n / (c_n + nu_k), with nu_k from `packed_newton`

@@ -288,7 +288,7 @@ cdef class SparseWordCodes:
     code at ``value`` without storing them (the start of a fit); `from_dense`
     and `toarray` convert from and to the dense (nnz, K) array, and
     ``np.asarray`` gives the dense array too. The coding kernel
-    (`stc.coding.code_documents`) reads and replaces the codes in place.
+    (`stc._learning.coding.code_documents`) reads and replaces the codes in place.
     """
 
     def __cinit__(self, indptr, Py_ssize_t n_topics, double value=0.0):
@@ -486,7 +486,7 @@ cdef class SparseWordCodes:
         """The rows ``order[0], order[1], ...`` as the rows of one block, in that order.
 
         The dictionary statistics visit the entries term by term; gathered in
-        that order once (`stc.dictionary.term_major_codes`), every later pass
+        that order once (`stc._learning.dictionary.term_major_codes`), every later pass
         reads its rows in sequence instead of one scattered row per entry.
         ``out``, earlier gathered codes of as many entries, is refilled if its
         block is large enough (fresh memory costs a page fault per 4 KiB).

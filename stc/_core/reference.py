@@ -1,7 +1,7 @@
 """The reference implementation of the compiled kernels, in numpy.
 
 Every compiled entry point that the package calls (`stc._core._coding`,
-`_dense`, `_sparse_ops`, `_simplex`, `stc.supervised._qp`) has its reference
+`_dense`, `_sparse_ops`, `_simplex`, `stc._learning.supervised._qp`) has its reference
 here, under the same name where one function answers for one kernel; tests
 check that the two agree (tests/test_reference.py lists them), so a change
 to a kernel is checked against code written for clarity, not speed.
@@ -14,7 +14,7 @@ words of all documents at once gives the same result as the compiled
 kernel's per-document loop), same per-document stopping rule, same
 constants (`stc._core._constants`). It calls the loss's vectorised methods
 once per topic per sweep. ``params`` is the dict of
-`stc.coding.CodingProblem.params` (the kernel's `CodingParams`).
+`stc._learning.coding.CodingProblem.params` (the kernel's `CodingParams`).
 
 The dictionary kernels' references take the word codes as a dense (nnz, K)
 array and write nothing in place: they return what the kernel writes.
@@ -714,7 +714,7 @@ def online_block_step(beta, responsibilities, code_sums, terms, plain, batch_res
 
 
 # ---------------------------------------------------------------------------
-# The SVM's restricted dual QP (`stc.supervised._qp`).
+# The SVM's restricted dual QP (`stc._learning.supervised._qp`).
 # ---------------------------------------------------------------------------
 def face_direction(H, g, support):
     """`_qp.face_direction` with numpy's eigh: the flat part of the face's gradient, or else

@@ -117,7 +117,7 @@ cdef class PoissonLoss(CompiledLoss):
     """
 
     name = "poisson"
-    dictionary_method = "mm"  # Jensen's bound on -log(mean) gives the MM step (stc.dictionary)
+    dictionary_method = "mm"  # the MM step of stc._learning.dictionary (Jensen on -log(mean))
     # STC.score: held-out log-likelihood of the multinomial p(n | d) ~ theta_d . beta_n,
     # the Poisson model of the counts given the document's length
     score_kind = "multinomial"

@@ -1,0 +1,364 @@
+"""Online learning over a dask array's partitions, on the current dask.distributed client.
+
+The passes are those of `stc._learning.learners.online` (`run_passes`); a pass's
+batches are rounds of `DaskOnlineTraining`, described at its class: every
+round takes a slice of each partition, the workers code their slices and the
+client takes the stochastic dictionary step of `stc._learning.stochastic_dictionary`.
+w_bar is the whole array's, as for `stc._learning.learners.dask_batch`, so the coding
+problem comes as a `stc._learning.learners.partitions.DeferredProblem`. Online MedSTC
+runs the same rounds with its labels (its `stc._learning.learners.LearningSteps`:
+`stc._learning.supervised.labelled_dask.LabelledDaskOnlineSteps`), as it runs
+`stc._learning.learners.online` with its own batch step.
+"""
+import numbers
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import check_random_state
+
+from stc._learning.dictionary import (dictionary_from_draws, initial_dictionary_draws,
+                                      resolved_init, starting_topics)
+from stc._learning.learners import LearningSteps
+from stc._learning.learners.online import OnlineState, run_passes
+from stc._learning.learners.partitions import Partitions, current_client
+from stc._learning.stochastic_dictionary import (BatchOutcome, code_batch,
+                                                 introduce_terms_by_count, learning_rate,
+                                                 stochastic_dictionary_step)
+
+
+def learn(problem, X, options, steps=None):
+    """Learn online from dask array ``X`` of CSR row blocks on the current client; returns the
+    `LearnedTopics`.
+
+    ``problem`` is a `DeferredProblem` (w_bar is known once the partitions
+    are read). ``steps`` (a `LearningSteps`, by default STC's) is started
+    with the `DaskOnlineTraining` once its partitions exist (online MedSTC
+    sends each partition its labels); each round's slices are then coded by
+    its ``coding_step`` and its ``extra_step`` follows the dictionary step
+    (online MedSTC's classifier step).
+    """
+    training = DaskOnlineTraining(
+        current_client(), X, problem.loss, problem.at, options.n_topics, options.random_state, options.n_jobs,
+        batch_size=options.batch_size, learning_offset=options.learning_offset,
+        learning_decay=options.learning_decay, max_steps=options.dictionary_max_iter,
+        init=options.init, steps=LearningSteps() if steps is None else steps)
+    return training.run(options)
+
+
+# ---- the workers' side: each runs on the worker that holds its partition
+
+def online_entropy(random_state):
+    """The seed of the partitions' row orders, from ``random_state`` (an int is used as is)."""
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return int(random_state)
+    return int(check_random_state(random_state).randint(2 ** 31 - 1))
+
+
+def partition_order(n_rows, entropy, pass_number, partition_index):
+    """The order in which a partition's rows are visited in one pass of online learning."""
+    return np.random.default_rng([entropy, pass_number, partition_index]).permutation(n_rows)
+
+
+def round_rows(n_rows, n_rounds, round_index):
+    """(start, stop) of a partition's share of round ``round_index`` in its row order.
+
+    Every round takes about n_rows / n_rounds rows from every partition, so a
+    round's batch is spread over the partitions in proportion to their size.
+    """
+    return (round_index * n_rows) // n_rounds, ((round_index + 1) * n_rows) // n_rounds
+
+
+def _size(partition):
+    """(documents, stored entries, sum of the stored counts) of the partition."""
+    return partition.X.shape[0], partition.X.nnz, float(np.sum(partition.X.data))
+
+
+def slice_rows(partition, entropy, pass_number, partition_index, n_rounds, round_index):
+    """The partition's rows of one round (`round_rows` of its `partition_order`), in order.
+
+    The pass's order is kept on the partition until the next pass.
+    """
+    key = (entropy, pass_number)
+    if partition._order[0] != key:
+        partition._order = (key, partition_order(partition.X.shape[0], entropy, pass_number,
+                                                 partition_index))
+    start, stop = round_rows(partition.X.shape[0], n_rounds, round_index)
+    return partition._order[1][start:stop]
+
+
+def _online_select(partition, *selection):
+    """Make the partition's rows of one round (``selection``: `slice_rows`'s) its pending slice.
+
+    Returns what the client needs before coding it: (rows, terms, their
+    token counts, rows of the non-empty documents). The slice is kept with
+    its columns renumbered over its own terms (`BatchLayout`'s numbering).
+    """
+    partition.pending_rows = slice_rows(partition, *selection)
+    X = partition.X[partition.pending_rows]
+    present = np.bincount(X.indices, minlength=X.shape[1]) > 0
+    terms = np.flatnonzero(present)
+    counts = np.bincount(X.indices, weights=X.data, minlength=X.shape[1])[terms]
+    position = np.cumsum(present, dtype=np.intc) - 1
+    compact = sp.csr_matrix((X.data, position[X.indices], X.indptr.astype(np.intc)),
+                            shape=(X.shape[0], terms.size))
+    partition.pending = (compact, terms)
+    return X.shape[0], terms, counts, np.flatnonzero(np.diff(X.indptr) > 0)
+
+
+def _pending_slice(partition):
+    """The pending slice: (its counts over its own terms, the terms)."""
+    return partition.pending
+
+
+def _online_row_sums(partition, rows_per_draw):
+    """Term sums of the given rows of the pending slice, one (N,) array per draw."""
+    X, terms = partition.pending
+    sums = []
+    for rows in rows_per_draw:
+        total = np.zeros(partition.X.shape[1])
+        total[terms] = np.asarray(X[rows].sum(axis=0)).ravel()
+        sums.append(total)
+    return sums
+
+
+def _online_code(partition, problem, beta_columns, n_jobs, next_selection, keep_codes,
+                 coder=None):
+    """Code the pending slice with its topic columns; select the next slice.
+
+    Returns (plain, responsibilities, `stc._learning.stochastic_dictionary.BatchOutcome`, seconds
+    spent coding, the next slice's `_online_select` result or None, report). With
+    ``keep_codes`` the slice's word codes stay on the worker for the further
+    MM steps of the round. ``coder`` (online MedSTC's) codes the slice
+    instead of `stc._learning.stochastic_dictionary.code_batch`: ``coder(partition, problem, X,
+    beta_columns, n_jobs)`` returns the slice's `stc._learning.stochastic_dictionary.CodedBatch` and
+    the report, what the client learns from besides the sums (None without a
+    coder or for an empty slice).
+    """
+    X, terms = partition.pending
+    start = time.perf_counter()
+    report = None
+    if X.shape[0]:
+        if coder is None:
+            partition.coded = code_batch(problem, X, beta_columns, n_jobs)
+        else:
+            partition.coded, report = coder(partition, problem, X, beta_columns, n_jobs)
+        plain, responsibilities, outcome = (partition.coded.plain,
+                                            partition.coded.responsibilities,
+                                            partition.coded.outcome)
+        partition.coded.plain = partition.coded.responsibilities = None
+        if not keep_codes:
+            partition.coded = None
+    else:
+        partition.coded = None
+        plain = responsibilities = np.zeros((beta_columns.shape[0], 0))
+        outcome = BatchOutcome(0.0, 0, 0)
+    busy = time.perf_counter() - start
+    following = (None if next_selection is None
+                 else _online_select(partition, *next_selection))
+    return plain, responsibilities, outcome, busy, following, report
+
+
+def _online_responsibilities_at(partition, loss, beta_columns, n_jobs):
+    """The coded slice's responsibilities at other topic columns, and the seconds spent."""
+    start = time.perf_counter()
+    if partition.coded is None:
+        return np.zeros((beta_columns.shape[0], 0)), 0.0
+    sums = partition.coded.responsibilities_at(loss, beta_columns, None, n_jobs)
+    return sums, time.perf_counter() - start
+
+
+def _add_columns(total, where, columns):
+    """total[:, where] += columns, ``where`` a slice's positions among the round's terms.
+
+    A slice holding every term of the round (always so with one partition)
+    has ``where`` = 0, 1, ...: it is added without fancy indexing, which
+    would copy (K, terms) arrays twice.
+    """
+    if where.size == total.shape[1]:
+        total += columns
+    else:
+        total[:, where] += columns
+
+
+def _slice_columns(columns, where):
+    """The (K, terms of the round) ``columns`` at a slice's positions ``where``."""
+    return columns if where.size == columns.shape[1] else np.take(columns, where, axis=1)
+
+
+class DaskOnlineTraining:
+    """Online learning (`stc._learning.stochastic_dictionary`) over the partitions of a dask array.
+
+    The partitions stay on their workers. Each pass visits every partition's
+    rows in an order drawn from ``random_state`` (`partition_order`); round
+    r of ceil(D / batch_size) rounds takes rows `round_rows` of every
+    partition, so the round's mini-batch is the concatenation of those
+    slices, in partition order. Per round:
+
+    * the client holds the topics beta and the running statistics (K x N);
+      each worker gets the topic columns of its slice's terms only (its
+      slice's terms came back with the previous round's answer);
+    * each worker codes its slice cold with the compiled kernel and returns
+      its MM sums over its slice's terms, then selects its next slice; the
+      slice's word codes stay on the worker for the round's further MM steps
+      (`dictionary_max_iter`), each of which sends the new columns and gathers
+      the sums at them;
+    * the client adds the sums up per term (in partition order) and takes
+      the stochastic dictionary step (`stc._learning.stochastic_dictionary.stochastic_dictionary_step`).
+
+    The arithmetic is `STC.fit_stream` over those mini-batches: the learned
+    topics agree with it up to floating-point reduction order (a test checks
+    it). One difference: with rho in relative units, w_bar (``count_scale_``)
+    is the whole array's, as ``fit`` takes it in memory, where ``fit_stream``
+    takes its first batch's; ``problem_for(count_scale)`` gives the coding
+    problem, as in `DaskTraining`. The first round's documents give the
+    initial topics, drawn as `stc._learning.dictionary.initial_dictionary` draws them (only the
+    chosen documents' term sums travel). Memory on a worker: its partition, the row order of the
+    current pass and one slice's word codes; on the client: three K x N
+    arrays and one round's sums.
+
+    Online MedSTC runs the same rounds with its `stc._learning.learners.LearningSteps`
+    (`stc._learning.supervised.labelled_dask.LabelledDaskOnlineSteps`): each round's
+    coder, which travels with the topic columns, codes the slices with the
+    shifted mean of the current eta, and the client takes eta's step on the
+    round's codes after the dictionary step.
+    """
+
+    def __init__(self, client, X, loss, problem_for, n_topics, random_state, n_jobs, *,
+                 batch_size, learning_offset, learning_decay, max_steps, init="auto", steps):
+        self.client, self.n_jobs = client, n_jobs
+        self.n_topics, self.max_steps, self.init = n_topics, max_steps, init
+        self.learning_offset, self.learning_decay = learning_offset, learning_decay
+        self.n_features = X.shape[1]
+        self.parts = Partitions(client, X, loss)
+        sizes = self.parts.run(_size)
+        self.sizes = [rows for rows, _, _ in sizes]
+        self.n_docs = int(sum(self.sizes))
+        if self.n_docs == 0:
+            raise ValueError("X has no document to learn from")
+        n_entries = sum(nnz for _, nnz, _ in sizes)
+        if n_entries == 0:
+            raise ValueError("X has no non-zero entry: every document is empty, so there is "
+                             "nothing to learn topics from")
+        # w_bar of the whole array, as fit in memory takes it (not of the first round)
+        self.count_scale = sum(total for _, _, total in sizes) / n_entries
+        self.problem = problem_for(self.count_scale)
+        self.n_rounds = max(1, -(-self.n_docs // batch_size))
+        self.entropy = online_entropy(random_state)
+        self.rng = check_random_state(random_state)
+        # the topics, statistics and batches so far, as in memory; term_counts: the
+        # tokens of every round, per term, as partial_fit sums them
+        self.state = OnlineState(term_counts=np.zeros(self.n_features))
+        self.selected = None  # what each partition's slice of the next round holds
+        self.busy_seconds = np.zeros(len(self.parts))  # time inside the kernels, per partition
+        self.steps = steps
+        steps.start(self)
+        self.extra_step = steps.extra_step(self)
+
+    def selection(self, pass_number, round_index):
+        """What each partition's `slice_rows` needs for one round, in partition order."""
+        return [(self.entropy, pass_number, i, self.n_rounds, round_index)
+                for i in range(len(self.parts))]
+
+    def _initial_topics(self, selected, counts):
+        """The first round's start, as `stc._learning.learners.online.online_start` makes it in memory."""
+        if not counts.sum() > 0:
+            raise ValueError("the first mini-batch has no non-zero entry: every document is "
+                             "empty, so there is nothing to learn topics from")
+        if resolved_init(self.init, self.n_topics, online=True) == "nndsvd":
+            # the SVD needs the whole batch: its slices travel to the client once
+            return starting_topics(self._first_batch(), self.n_topics, "nndsvd", self.rng)
+        offsets = np.cumsum([0] + [rows for rows, _, _, _ in selected])
+        nonempty = np.concatenate([s[3] + offsets[i] for i, s in enumerate(selected)])
+        draws = initial_dictionary_draws(nonempty, self.n_features, self.n_topics, self.rng)
+        requests = [[np.sort(docs[(docs >= offsets[i]) & (docs < offsets[i + 1])]) - offsets[i]
+                     for docs, _ in draws] for i in range(len(self.parts))]
+        partial = self.parts.run_each(_online_row_sums, [(r,) for r in requests])
+        sums = [np.sum([partial[i][k] for i in range(len(self.parts))], axis=0)
+                for k in range(len(draws))]
+        return dictionary_from_draws(counts, draws, sums, self.n_topics)
+
+    def _first_batch(self):
+        """The pending round's batch, its slices stacked in partition order (CSR, N columns)."""
+        blocks = []
+        for compact, terms in self.parts.run(_pending_slice):
+            blocks.append(sp.csr_matrix((compact.data, terms[compact.indices].astype(np.int32),
+                                         compact.indptr), shape=(compact.shape[0],
+                                                                 self.n_features)))
+        return sp.vstack(blocks, format="csr")
+
+    def _round(self, selected, following):
+        """Code one round's slices and take the dictionary step; returns (outcome, next)."""
+        counts = np.zeros(self.n_features)
+        for _, terms, term_counts, _ in selected:
+            counts[terms] += term_counts
+        state = self.state
+        state.term_counts += counts
+        if state.components is None:
+            state.components = self._initial_topics(selected, counts)
+        introduce_terms_by_count(state.components, counts)
+        union = np.flatnonzero(counts > 0)
+        positions = [np.searchsorted(union, terms) for _, terms, _, _ in selected]
+        coder = self.steps.coding_step(self)  # None: STC's, code_batch
+        results = self.parts.run_each(_online_code, [
+            (self.problem, np.take(state.components, s[1], axis=1), self.n_jobs, nxt,
+             self.max_steps > 1, coder) for s, nxt in zip(selected, following)])
+        plain = np.zeros((self.n_topics, union.size))
+        responsibilities = np.zeros((self.n_topics, union.size))
+        for (p_sums, a_sums, _, busy, _, _), where, i in zip(results, positions,
+                                                             range(len(results))):
+            _add_columns(plain, where, p_sums)
+            _add_columns(responsibilities, where, a_sums)
+            self.busy_seconds[i] += busy
+
+        def responsibilities_at(topics, terms):
+            columns = np.take(topics, terms, axis=1)
+            answers = self.parts.run_each(_online_responsibilities_at, [
+                (self.problem.loss, _slice_columns(columns, where), self.n_jobs)
+                for where in positions])
+            total = np.zeros((self.n_topics, union.size))
+            for i, ((sums, busy), where) in enumerate(zip(answers, positions)):
+                _add_columns(total, where, sums)
+                self.busy_seconds[i] += busy
+            return total
+
+        n_docs = sum(rows for rows, _, _, _ in selected)
+        state.n_batch_iter += 1
+        rho = learning_rate(state.n_batch_iter, self.learning_offset, self.learning_decay)
+        state.statistics = stochastic_dictionary_step(
+            state.components, state.statistics, rho, n_docs, union,
+            SimpleNamespace(plain=plain, responsibilities=responsibilities),
+            responsibilities_at,
+            max_steps=self.max_steps, n_jobs=self.n_jobs)
+        if self.extra_step is not None:  # online MedSTC: eta's step on the round's codes
+            self.extra_step([r[5] for r in results])
+        outcome = BatchOutcome(sum(r[2].objective for r in results), n_docs,
+                               sum(r[2].capped_documents for r in results))
+        return outcome, [r[4] for r in results]
+
+    def run(self, options):
+        """The passes over the rounds (`stc._learning.learners.online.run_passes`); the `LearnedTopics`."""
+        self.selected = self.parts.run_each(_online_select, self.selection(1, 0))
+        fitted = run_passes(lambda pass_number: range(self.n_rounds),
+                            lambda round_index, pass_number: self._learn_round(
+                                round_index, pass_number, options.n_passes),
+                            self.state, self.n_rounds, options)
+        fitted.count_scale = self.count_scale
+        return fitted
+
+    def _learn_round(self, round_index, pass_number, n_passes):
+        """Round ``round_index`` of a pass; its `BatchOutcome` (None: no word in it, skipped)."""
+        if round_index + 1 < self.n_rounds:
+            following = self.selection(pass_number, round_index + 1)
+        elif pass_number < n_passes:
+            following = self.selection(pass_number + 1, 0)
+        else:
+            following = [None] * len(self.parts)
+        if sum(np.size(s[1]) for s in self.selected) == 0:  # a round without a word
+            self.selected = self.parts.gather([
+                self.parts.submit(i, _online_select, *sel)
+                for i, sel in enumerate(following) if sel is not None])
+            return None
+        outcome, self.selected = self._round(self.selected, following)
+        return outcome

@@ -107,14 +107,14 @@ def test_medstc_starts_from_nndsvd_too(newsgroups):
 
 
 def test_online_learning_starts_from_the_data_it_has_first(newsgroups):
-    """"auto" is the document draws of the first batch for online learning at every K;
-    "nndsvd" works, of the whole corpus in fit, of the first batch in partial_fit and
-    fit_stream."""
+    """"auto" resolves for online learning as for batch learning (NNDSVD from 50 topics,
+    draws of the first batch below); "nndsvd" is of the whole corpus in fit, of the first
+    batch in partial_fit and fit_stream."""
     train, _ = newsgroups
     X = train.data[:200]
-    assert resolved_init("auto", 3, online=True) == resolved_init("auto", 500, online=True)
-    assert resolved_init("auto", 500, online=True) == "random"
-    assert resolved_init("nndsvd", 3, online=True) == "nndsvd"
+    assert resolved_init("auto", 49) == "random"
+    assert resolved_init("auto", 50) == resolved_init("auto", 500) == "nndsvd"
+    assert resolved_init("nndsvd", 3) == "nndsvd"
     options = STC(n_topics=3, learning_method="online", init="nndsvd",
                   random_state=0)._learning_options()
     np.testing.assert_array_equal(online_start(X, options, check_random_state(0)),

@@ -107,5 +107,5 @@ def test_options_are_the_estimators_parameters():
     options = STC(n_topics=7, max_iter=5, batch_size=64, rho=0.3)._learning_options()
     assert options == LearningOptions(n_topics=7, max_iter=5, batch_size=64, rho=0.3,
                                       rho_units="relative", learning_decay=0.51,
-                                      learning_offset=10.0, n_passes=3, topic_averaging=0.5,
+                                      learning_offset=1.0, n_passes=3, topic_averaging=0.5,
                                       sweeps_per_iteration=1)

@@ -169,7 +169,7 @@ def test_one_batch_with_full_weight_is_the_batch_mm_step(newsgroups):
 def test_auto_batch_size_is_twenty_documents_a_topic_within_bounds():
     assert [STC(n_topics=K, batch_size="auto")._learning_options().batch_size
             for K in (1, 12, 13, 50, 204, 205, 1000)] == [256, 256, 260, 1000, 4080, 4096, 4096]
-    assert STC(n_topics=50)._learning_options().batch_size == 256  # the default
+    assert STC(n_topics=50)._learning_options().batch_size == 1000  # the default is "auto"
 
 
 def test_learning_rate_decays_as_documented():
@@ -215,16 +215,16 @@ def sampled_corpus():
 
 @pytest.mark.slow  # two fits at K = 80: about 40 s
 def test_online_recovers_the_topics_batch_recovers(sampled_corpus):
-    """On a corpus sampled from STC's model, online learning started from NNDSVD (3 passes)
+    """On a corpus sampled from STC's model, online learning at the defaults (3 passes)
     finds the true topics as well as batch learning: the held-out objective alone did not
     see that online learning from document draws missed them
-    (benchmarks/results_online_diagnosis.md): 0.776 here against batch's 0.836 at e1df41f,
-    which refused init="nndsvd" for online learning; 0.872 from NNDSVD."""
+    (benchmarks/results_online_diagnosis.md): 0.776 here against batch's 0.836 at e1df41f
+    (draws of the first batch, 256 a batch, tau0 = 10)."""
     from stc.datasets import topic_recovery
 
     X, truth = sampled_corpus.data, sampled_corpus.components
     batch = STC(n_topics=80, random_state=0, **SAMPLING_WEIGHTS).fit(X)
-    online = STC(n_topics=80, random_state=0, learning_method="online", init="nndsvd",
+    online = STC(n_topics=80, random_state=0, learning_method="online",
                  **SAMPLING_WEIGHTS).fit(X)
     batch_recovery = topic_recovery(batch.components_, truth).mean_similarity
     online_recovery = topic_recovery(online.components_, truth).mean_similarity

@@ -89,9 +89,9 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         When > 0, progress lines on stderr (docs/cli.md).
     learning_method : {"batch", "online"}, default="batch"
         The whole corpus per iteration, or mini-batches in passes (Poisson loss only).
-    batch_size : int or "auto", default=256
+    batch_size : int or "auto", default="auto"
         Documents per mini-batch of online ``fit``; "auto": 20 per topic, in [256, 4096].
-    learning_decay, learning_offset : float, default=0.51 and 10.0
+    learning_decay, learning_offset : float, default=0.51 and 1.0
         kappa and tau0 of the t-th batch's weight rho_t = (tau0 + t) ** -kappa.
     n_passes : int, default=3
         Passes over the documents of online ``fit`` and ``fit_stream``.
@@ -161,8 +161,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                  loss="poisson", theta_penalty="l1", code_penalty="l1", max_iter=100, tol=1e-4,
                  inner_max_iter=50, inner_tol=1e-4, dictionary_max_iter=3,
                  sweeps_per_iteration=1, n_jobs=None, random_state=None, init="auto", verbose=0,
-                 learning_method="batch", batch_size=256, learning_decay=0.51,
-                 learning_offset=10.0, n_passes=3, topic_averaging=0.5):
+                 learning_method="batch", batch_size="auto", learning_decay=0.51,
+                 learning_offset=1.0, n_passes=3, topic_averaging=0.5):
         self.n_topics = n_topics
         self.lambda_ = lambda_
         self.gamma = gamma

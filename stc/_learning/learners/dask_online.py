@@ -266,7 +266,7 @@ class DaskOnlineTraining:
         if not counts.sum() > 0:
             raise ValueError("the first mini-batch has no non-zero entry: every document is "
                              "empty, so there is nothing to learn topics from")
-        if resolved_init(self.init, self.n_topics, online=True) == "nndsvd":
+        if resolved_init(self.init, self.n_topics) == "nndsvd":
             # the SVD needs the whole batch: its slices travel to the client once
             return starting_topics(self._first_batch(), self.n_topics, "nndsvd", self.rng)
         offsets = np.cumsum([0] + [rows for rows, _, _, _ in selected])

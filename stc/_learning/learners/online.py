@@ -93,12 +93,12 @@ def start_batch(X, state, options, rng):
 def online_start(X, options, rng):
     """The starting topics of online learning, from the CSR counts ``X`` it has first.
 
-    By ``options.init`` (`resolved_init`: "auto" is the document draws),
+    By ``options.init`` (`resolved_init`, as batch learning resolves "auto"),
     seeded by ``rng``: the draws from the first mini-batch, NNDSVD of the
     whole corpus for an in-memory ``fit`` (as batch learning starts) and of
     the first mini-batch for ``fit_stream``, ``partial_fit`` and a dask array.
     """
-    init = resolved_init(options.init, options.n_topics, online=True)
+    init = resolved_init(options.init, options.n_topics)
     return starting_topics(X, options.n_topics, init, rng)
 
 
@@ -107,14 +107,14 @@ def learn(problem, X, options, steps=None, *, state=None):
 
     With ``init="nndsvd"`` the topics start from the whole of ``X``
     (`online_start`), else from the first batch. Each pass draws a new order
-    from ``options.random_state``, which also seeds the start. With ``steps.labels`` (MedSTC) each batch is the pair (rows of X,
-    their labels). Returns the `LearnedTopics`.
+    from ``options.random_state``, which also seeds the start. With
+    ``steps.labels`` (MedSTC) each batch is the pair (rows of X, their labels).
+    Returns the `LearnedTopics`.
     """
     steps = LearningSteps() if steps is None else steps
     rng = check_random_state(options.random_state)
     state = OnlineState() if state is None else state
-    if state.components is None and resolved_init(options.init, options.n_topics,
-                                                  online=True) == "nndsvd":
+    if state.components is None and resolved_init(options.init, options.n_topics) == "nndsvd":
         state.components = online_start(X, options, rng)  # else drawn from the first batch
 
     def shuffled_batches():

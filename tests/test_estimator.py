@@ -435,6 +435,17 @@ def _objective_with_decreases(decreases, start=1e5):
     return objective
 
 
+def test_interrupted_warning_counts_its_iterations_in_words():
+    from types import SimpleNamespace
+
+    from stc import FitInterruptedWarning
+    from stc._learning.progress import warn_if_unfinished
+
+    for done, words in ((1, "after 1 iteration;"), (2, "after 2 iterations;")):
+        with pytest.warns(FitInterruptedWarning, match=re.escape(words)):
+            warn_if_unfinished(SimpleNamespace(n_iter_=done), True, True, 0)
+
+
 def test_remaining_iterations_extrapolate_a_geometric_decrease():
     from stc._learning.progress import remaining_iterations
     from stc._learning.training import relative_decrease_below

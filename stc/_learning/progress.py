@@ -126,8 +126,10 @@ def warn_if_unfinished(estimator, converged, interrupted, capped_documents):
     name = type(estimator).__name__
     level = user_stacklevel()  # the user's call, whichever of the package's functions fits
     if interrupted:
-        warnings.warn(f"{name} fit interrupted after {estimator.n_iter_} iterations; the model "
-                      "holds the topics learned so far", FitInterruptedWarning, stacklevel=level)
+        done = estimator.n_iter_
+        warnings.warn(f"{name} fit interrupted after {done} iteration{'' if done == 1 else 's'}; "
+                      "the model holds the topics learned so far", FitInterruptedWarning,
+                      stacklevel=level)
     elif not converged:
         warnings.warn(f"{name} stopped at max_iter={estimator.max_iter} before the relative "
                       f"objective decrease fell under tol={estimator.tol}; raise max_iter or tol",

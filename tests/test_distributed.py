@@ -100,8 +100,8 @@ def schedule_batches(X, rows_per_block, batch_size, n_passes, entropy):
                                       entropy)]
 
 
-@pytest.mark.parametrize("rows_per_block, init", [(250, "auto"), (600, "auto"),  # 3 or 1
-                                                   (250, "nndsvd")])  # partitions
+@pytest.mark.parametrize("rows_per_block, init", [(250, "auto"), (600, "auto"),  # 3, 1 or 5
+                                                   (120, "auto"), (250, "nndsvd")])  # partitions
 def test_online_fit_is_fit_stream_over_the_partitions_batches(client, newsgroups,
                                                               rows_per_block, init):
     """Online on the cluster: the batches of the schedule, learned as fit_stream learns them
@@ -122,6 +122,41 @@ def test_online_fit_is_fit_stream_over_the_partitions_batches(client, newsgroups
     np.testing.assert_array_equal(spread.term_counts_, local.term_counts_)  # for score
     assert np.all(spread.components_ >= 0)
     np.testing.assert_allclose(spread.components_.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+
+
+def test_the_slices_sums_are_added_up_by_a_tree_of_merges():
+    """merge_round_sums over neighbours gives the sums over the union of the slices' terms,
+    the slices' answers in partition order; with two slices the bits of adding them in order."""
+    from stc._learning.learners.dask_online import RoundSums, merge_round_sums
+
+    rng = np.random.default_rng(0)
+    n_terms, K = 40, 3
+    slices = []
+    for i in range(5):
+        terms = np.sort(rng.choice(n_terms, size=rng.integers(0, 15), replace=False))
+        slices.append(RoundSums(terms, rng.random((K, terms.size)), rng.random((K, terms.size)),
+                                [f"slice {i}"]))
+    expected_plain, expected_resp = np.zeros((K, n_terms)), np.zeros((K, n_terms))
+    for s in slices:
+        expected_plain[:, s.terms] += s.plain
+        expected_resp[:, s.terms] += s.responsibilities
+    union = np.unique(np.concatenate([s.terms for s in slices]))
+    level = slices
+    while len(level) > 1:  # the tree of DaskOnlineTraining.trip
+        pairs = [merge_round_sums(a, b) for a, b in zip(level[0::2], level[1::2])]
+        level = pairs + level[len(pairs) * 2:]
+    total = level[0]
+    np.testing.assert_array_equal(total.terms, union)
+    np.testing.assert_allclose(total.plain, expected_plain[:, union], rtol=1e-15)
+    np.testing.assert_allclose(total.responsibilities, expected_resp[:, union], rtol=1e-15)
+    assert total.answers == [f"slice {i}" for i in range(5)]
+    two = merge_round_sums(slices[0], slices[1])
+    in_order = np.zeros((K, n_terms))
+    in_order[:, slices[0].terms] += slices[0].plain
+    in_order[:, slices[1].terms] += slices[1].plain
+    np.testing.assert_array_equal(two.plain, in_order[:, two.terms])
+    later = merge_round_sums(slices[2]._replace(plain=None), slices[3]._replace(plain=None))
+    assert later.plain is None
 
 
 def test_online_fit_with_uneven_partitions_and_empty_rounds(client, newsgroups):

@@ -2,8 +2,8 @@
 
 The passes are those of `stc._learning.learners.online` (`run_passes`); a pass's
 batches are rounds of `DaskOnlineTraining`, described at its class: every
-round takes a slice of each partition, the workers code their slices and the
-client takes the stochastic dictionary step of `stc._learning.stochastic_dictionary`.
+round takes a slice of each partition, the workers code their slices and add
+up their sums, and the client takes the stochastic dictionary step of `stc._learning.stochastic_dictionary`.
 w_bar is the whole array's, as for `stc._learning.learners.dask_batch`, so the coding
 problem comes as a `stc._learning.learners.partitions.DeferredProblem`. Online MedSTC
 runs the same rounds with its labels (its `stc._learning.learners.LearningSteps`:
@@ -13,6 +13,7 @@ runs the same rounds with its labels (its `stc._learning.learners.LearningSteps`
 import numbers
 import time
 from types import SimpleNamespace
+from typing import NamedTuple, Optional
 
 import numpy as np
 import scipy.sparse as sp
@@ -123,23 +124,54 @@ def _online_row_sums(partition, rows_per_draw):
     return sums
 
 
-def _online_code(partition, problem, beta_columns, n_jobs, next_selection, keep_codes,
-                 coder=None):
-    """Code the pending slice with its topic columns; select the next slice.
+class RoundSums(NamedTuple):
+    """MM sums of adjacent slices over their terms, as they travel up a round's tree.
 
-    Returns (plain, responsibilities, `stc._learning.stochastic_dictionary.BatchOutcome`, seconds
-    spent coding, the next slice's `_online_select` result or None, report). With
-    ``keep_codes`` the slice's word codes stay on the worker for the further
-    MM steps of the round. ``coder`` (online MedSTC's) codes the slice
-    instead of `stc._learning.stochastic_dictionary.code_batch`: ``coder(partition, problem, X,
-    beta_columns, n_jobs)`` returns the slice's `stc._learning.stochastic_dictionary.CodedBatch` and
-    the report, what the client learns from besides the sums (None without a
-    coder or for an empty slice).
+    A worker's slice makes one (`_online_code`, `_online_responsibilities_at`);
+    `merge_round_sums` adds two neighbours'. ``answers`` holds, per slice in
+    partition order, what the client needs besides the sums (a `SliceAnswer`
+    after coding, the seconds spent after a later MM step).
+    """
+
+    terms: np.ndarray               # sorted, the slices' terms
+    plain: Optional[np.ndarray]     # (K, terms): sum_j s_jk; None after the first MM step
+    responsibilities: np.ndarray    # (K, terms): beta_kn sum_j s_jk y_j / mean_j
+    answers: list
+
+
+class SliceAnswer(NamedTuple):
+    """What coding a slice tells the client besides its sums."""
+
+    outcome: BatchOutcome
+    busy: float          # seconds spent coding
+    following: object    # the next slice's `_online_select` result, or None
+    report: object       # the coder's report (online MedSTC's), or None
+
+
+def _own_columns(shared, terms):
+    """The slice's topic columns, from the round's (``shared``: (round's terms, (K, terms)))."""
+    union, columns = shared
+    return _slice_columns(columns, np.searchsorted(union, terms))
+
+
+def _online_code(partition, shared, problem, n_jobs, next_selection, keep_codes, coder=None):
+    """Code the pending slice; select the next slice; return its `RoundSums`.
+
+    ``shared`` holds the round's terms and their topic columns (the same for
+    every worker: sent once and copied between the workers); the slice takes
+    its own. With ``keep_codes`` the slice's word codes stay on the worker
+    for the further MM steps of the round. ``coder`` (online MedSTC's) codes
+    the slice instead of `stc._learning.stochastic_dictionary.code_batch`:
+    ``coder(partition, problem, X, beta_columns, n_jobs)`` returns the slice's
+    `stc._learning.stochastic_dictionary.CodedBatch` and the report, what the
+    client learns from besides the sums (None without a coder or for an empty
+    slice).
     """
     X, terms = partition.pending
     start = time.perf_counter()
     report = None
     if X.shape[0]:
+        beta_columns = _own_columns(shared, terms)
         if coder is None:
             partition.coded = code_batch(problem, X, beta_columns, n_jobs)
         else:
@@ -148,25 +180,53 @@ def _online_code(partition, problem, beta_columns, n_jobs, next_selection, keep_
                                             partition.coded.responsibilities,
                                             partition.coded.outcome)
         partition.coded.plain = partition.coded.responsibilities = None
+        # the slice's terms, for the round's further MM steps (pending is the next slice's)
+        partition.coded_terms = terms
         if not keep_codes:
             partition.coded = None
     else:
         partition.coded = None
-        plain = responsibilities = np.zeros((beta_columns.shape[0], 0))
+        plain = responsibilities = np.zeros((shared[1].shape[0], 0))
         outcome = BatchOutcome(0.0, 0, 0)
     busy = time.perf_counter() - start
     following = (None if next_selection is None
                  else _online_select(partition, *next_selection))
-    return plain, responsibilities, outcome, busy, following, report
+    return RoundSums(terms, plain, responsibilities,
+                     [SliceAnswer(outcome, busy, following, report)])
 
 
-def _online_responsibilities_at(partition, loss, beta_columns, n_jobs):
-    """The coded slice's responsibilities at other topic columns, and the seconds spent."""
+def _online_responsibilities_at(partition, shared, loss, n_jobs):
+    """The coded slice's `RoundSums` at the round's new topic columns (``shared``)."""
     start = time.perf_counter()
     if partition.coded is None:
-        return np.zeros((beta_columns.shape[0], 0)), 0.0
-    sums = partition.coded.responsibilities_at(loss, beta_columns, None, n_jobs)
-    return sums, time.perf_counter() - start
+        terms, sums = np.zeros(0, np.intp), np.zeros((shared[1].shape[0], 0))
+    else:
+        terms = partition.coded_terms
+        sums = partition.coded.responsibilities_at(loss, _own_columns(shared, terms), None,
+                                                   n_jobs)
+    return RoundSums(terms, None, sums, [time.perf_counter() - start])
+
+
+def merge_round_sums(left, right):
+    """The `RoundSums` of two neighbouring groups of slices (``left`` first), over both's terms.
+
+    Runs on a worker. The sums are added into zeros, ``left`` first: with
+    two partitions this is the order in which the client added them before
+    the sums were merged on the workers.
+    """
+    terms = np.union1d(left.terms, right.terms)
+
+    def added(a, b):
+        if a is None:
+            return None
+        total = np.zeros((a.shape[0], terms.size))
+        _add_columns(total, np.searchsorted(terms, left.terms), a)
+        _add_columns(total, np.searchsorted(terms, right.terms), b)
+        return total
+
+    return RoundSums(terms, added(left.plain, right.plain),
+                     added(left.responsibilities, right.responsibilities),
+                     left.answers + right.answers)
 
 
 def _add_columns(total, where, columns):
@@ -197,26 +257,32 @@ class DaskOnlineTraining:
     slices, in partition order. Per round:
 
     * the client holds the topics beta and the running statistics (K x N);
-      each worker gets the topic columns of its slice's terms only (its
-      slice's terms came back with the previous round's answer);
-    * each worker codes its slice cold with the compiled kernel and returns
-      its MM sums over its slice's terms, then selects its next slice; the
-      slice's word codes stay on the worker for the round's further MM steps
-      (`dictionary_max_iter`), each of which sends the new columns and gathers
-      the sums at them;
-    * the client adds the sums up per term (in partition order) and takes
-      the stochastic dictionary step (`stc._learning.stochastic_dictionary.stochastic_dictionary_step`).
+      it sends the topic columns of the round's terms once, and the workers
+      copy them to each other (`trip`); each slice takes its own terms' columns;
+    * each worker codes its slice cold with the compiled kernel and selects
+      its next slice; the slices' MM sums are added up on the workers, by
+      neighbours in a tree (`merge_round_sums`), and the client receives
+      the round's; the slice's word codes stay on the worker for the round's
+      further MM steps (`dictionary_max_iter`), each of which is such a trip
+      with the new columns;
+    * the client takes the stochastic dictionary step over the round's terms
+      (`stc._learning.stochastic_dictionary.stochastic_dictionary_step`).
+
+    So the client moves arrays the size of the round's terms, twice a trip,
+    whatever the number of workers (benchmarks/results_dask_round.md).
 
     The arithmetic is `STC.fit_stream` over those mini-batches: the learned
     topics agree with it up to floating-point reduction order (a test checks
-    it). One difference: with rho in relative units, w_bar (``count_scale_``)
-    is the whole array's, as ``fit`` takes it in memory, where ``fit_stream``
-    takes its first batch's; ``problem_for(count_scale)`` gives the coding
-    problem, as in `DaskTraining`. The first round's documents give the
-    initial topics, drawn as `stc._learning.dictionary.initial_dictionary` draws them (only the
-    chosen documents' term sums travel). Memory on a worker: its partition, the row order of the
-    current pass and one slice's word codes; on the client: three K x N
-    arrays and one round's sums.
+    it; with up to three partitions the tree adds the sums in partition
+    order). One difference: with rho in relative units, w_bar
+    (``count_scale_``) is the whole array's, as ``fit`` takes it in memory,
+    where ``fit_stream`` takes its first batch's; ``problem_for(count_scale)``
+    gives the coding problem, as in `DaskTraining`. The first round's
+    documents give the initial topics, drawn as
+    `stc._learning.dictionary.initial_dictionary` draws them (only the chosen
+    documents' term sums travel). Memory on a worker: its partition, the row
+    order of the current pass, one slice's word codes and the round's topic
+    columns; on the client: three K x N arrays and one round's sums.
 
     Online MedSTC runs the same rounds with its `stc._learning.learners.LearningSteps`
     (`stc._learning.supervised.labelled_dask.LabelledDaskOnlineSteps`): each round's
@@ -299,43 +365,53 @@ class DaskOnlineTraining:
             state.components = self._initial_topics(selected, counts)
         introduce_terms_by_count(state.components, counts)
         union = np.flatnonzero(counts > 0)
-        positions = [np.searchsorted(union, terms) for _, terms, _, _ in selected]
         coder = self.steps.coding_step(self)  # None: STC's, code_batch
-        results = self.parts.run_each(_online_code, [
-            (self.problem, np.take(state.components, s[1], axis=1), self.n_jobs, nxt,
-             self.max_steps > 1, coder) for s, nxt in zip(selected, following)])
-        plain = np.zeros((self.n_topics, union.size))
-        responsibilities = np.zeros((self.n_topics, union.size))
-        for (p_sums, a_sums, _, busy, _, _), where, i in zip(results, positions,
-                                                             range(len(results))):
-            _add_columns(plain, where, p_sums)
-            _add_columns(responsibilities, where, a_sums)
-            self.busy_seconds[i] += busy
+        first = self.trip(_online_code, union, np.take(state.components, union, axis=1), [
+            (self.problem, self.n_jobs, nxt, self.max_steps > 1, coder) for nxt in following])
+        answers = first.answers
+        self.busy_seconds += [answer.busy for answer in answers]
 
         def responsibilities_at(topics, terms):
-            columns = np.take(topics, terms, axis=1)
-            answers = self.parts.run_each(_online_responsibilities_at, [
-                (self.problem.loss, _slice_columns(columns, where), self.n_jobs)
-                for where in positions])
-            total = np.zeros((self.n_topics, union.size))
-            for i, ((sums, busy), where) in enumerate(zip(answers, positions)):
-                _add_columns(total, where, sums)
-                self.busy_seconds[i] += busy
-            return total
+            later = self.trip(_online_responsibilities_at, terms, np.take(topics, terms, axis=1),
+                              [(self.problem.loss, self.n_jobs)] * len(self.parts))
+            self.busy_seconds += later.answers
+            return later.responsibilities
 
         n_docs = sum(rows for rows, _, _, _ in selected)
         state.n_batch_iter += 1
         rho = learning_rate(state.n_batch_iter, self.learning_offset, self.learning_decay)
         state.statistics = stochastic_dictionary_step(
             state.components, state.statistics, rho, n_docs, union,
-            SimpleNamespace(plain=plain, responsibilities=responsibilities),
+            SimpleNamespace(plain=first.plain, responsibilities=first.responsibilities),
             responsibilities_at,
             max_steps=self.max_steps, n_jobs=self.n_jobs)
         if self.extra_step is not None:  # online MedSTC: eta's step on the round's codes
-            self.extra_step([r[5] for r in results])
-        outcome = BatchOutcome(sum(r[2].objective for r in results), n_docs,
-                               sum(r[2].capped_documents for r in results))
-        return outcome, [r[4] for r in results]
+            self.extra_step([answer.report for answer in answers])
+        outcome = BatchOutcome(sum(answer.outcome.objective for answer in answers), n_docs,
+                               sum(answer.outcome.capped_documents for answer in answers))
+        return outcome, [answer.following for answer in answers]
+
+    def trip(self, function, terms, columns, args):
+        """One round trip: ``function(partition, shared, *args[i])`` on each partition i, the
+        `RoundSums` added up on the workers; returns the round's, over ``terms``.
+
+        ``shared`` = (``terms``, ``columns``), the round's sorted terms and their
+        topic columns (K, terms), is sent once and copied between the workers,
+        and each slice takes its own columns. The slices' sums are added by
+        neighbours, in a tree (`merge_round_sums`): the client sends and
+        receives arrays the size of the round's terms once, whatever the
+        number of workers.
+        """
+        shared = self.client.scatter((terms, columns), broadcast=True, hash=False)
+        level = [self.parts.submit(i, function, shared, *args_i) for i, args_i in enumerate(args)]
+        while len(level) > 1:
+            pairs = [self.client.submit(merge_round_sums, left, right, pure=False)
+                     for left, right in zip(level[0::2], level[1::2])]
+            level = pairs + level[len(pairs) * 2:]
+        total = self.parts.gather(level)[0]
+        if not np.array_equal(total.terms, terms):
+            raise RuntimeError("the workers' slices hold other terms than the round's")
+        return total
 
     def run(self, options):
         """The passes over the rounds (`stc._learning.learners.online.run_passes`); the `LearnedTopics`."""

@@ -85,9 +85,9 @@ class Partition:
         self.storage = None  # batch learning's stc._learning.coding.CodeStorage of the word codes
         # online learning: the row order of the current pass, the slice of
         # rows coded next (and which of the partition's rows they are) and the
-        # coded slice (its word codes, until the next)
+        # coded slice (its word codes and terms, until the next)
         self._order = (None, None)
-        self.pending = self.pending_rows = self.coded = None
+        self.pending = self.pending_rows = self.coded = self.coded_terms = None
         # MedSTC: the partition's labels and supervised state (stc._learning.supervised.labelled_dask)
         self.supervised = None
 

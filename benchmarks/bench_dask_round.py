@@ -7,12 +7,14 @@ Usage::
         [--per-worker 2048,8192] [--bandwidth 1e9] [--output benchmarks/results_dask_round.md]
 
 A round of `stc._learning.learners.dask_online.DaskOnlineTraining` is ``dictionary_max_iter``
-round trips between the client and the workers: the first sends each worker
-the topic columns of its slice's terms and returns the slice's two MM sums
-(and the next slice's terms); each further MM step of the client's
-dictionary step sends the new columns and returns one sum. Between them the
-client adds the slices' sums up over the round's terms and takes
-`stc._learning.stochastic_dictionary.stochastic_dictionary_step`.
+round trips (`DaskOnlineTraining.trip`): the first sends the topic columns of
+the round's terms (once; the workers copy them to each other), each worker
+codes its slice, the slices' two MM sums are added up on the workers in a
+tree and the client receives the round's (and the next slices' terms); each
+further MM step of the client's dictionary step sends the new columns and
+receives one sum. The client takes
+`stc._learning.stochastic_dictionary.stochastic_dictionary_step` over the
+round's terms.
 
 Measured, one online pass with K topics and the given batch size, on a
 LocalCluster of W workers with one thread each (separate processes unless
@@ -20,31 +22,32 @@ LocalCluster of W workers with one thread each (separate processes unless
 defaults, and a corpus sampled by ``stc.datasets.make_stc_corpus`` (N =
 20,000, bench_scaling.py's sampling and model weights). Nothing in the
 library is changed: the benchmark wraps the training object's round, its
-round trips (``Partitions.run_each``) and the dictionary step, and splits
-each round's wall time into
+round trips and the dictionary step, and splits each round's wall time into
 
 * coding: per round trip, the slowest worker's time inside the kernels (the
   busy seconds the workers report), summed over the round trips;
 * overhead: per round trip, its wall time minus that (scheduling, latency,
-  serialisation, the idle wait for the slowest worker);
+  serialisation, the copies and merges between the workers, the idle wait
+  for the slowest worker);
 * client step: the dictionary step's time minus its round trips (thread CPU
   time alongside);
-* client other: the rest of the round on the client (adding the slices' sums,
-  taking each slice's topic columns, the new terms);
+* client other: the rest of the round on the client (the round's terms and
+  their topic columns, the new terms);
 
-and sizes what travels by pickling each task's arguments and results (after
-the timing). The first round (it also draws the starting topics) is left
-out; the tables give the median over the other rounds, then over runs.
+and counts the bytes of the arrays the client sends and receives. The first
+round (it also draws the starting topics) is left out; the tables give the
+median over the other rounds, then over runs.
 
 Projected: a round on an English-Wikipedia-sized corpus (3.5M documents,
 100,000 terms, 192 stored entries per document, K = 100) at 8, 32 and 128
 workers, from the coding cost per entry x topic measured here, the client's
 step timed here at that size (N = 100,000, K = 100, over the round's terms),
-the client's per-element cost of adding and taking columns timed here, the
-bytes of the round's arrays (8 bytes x K x a slice's terms per array), a
-network bandwidth at the client (``--bandwidth``) and the measured overhead
-per task. A batch's number of distinct terms comes from a Zipf model of
-document frequencies fitted to 20 Newsgroups' batches (see `union_model`).
+the client's per-element cost of taking columns timed here, the bytes of the
+round's arrays (8 bytes x K x the round's terms per array), a network
+bandwidth per link (``--bandwidth``) and the measured overhead per task. A
+batch's number of distinct terms comes from a Zipf model of document
+frequencies fitted to 20 Newsgroups' batches (see `union_model`); the rounds
+before this one and with a term-sharded step are projected beside it.
 """
 import argparse
 import os
@@ -87,6 +90,21 @@ def nbytes(value):
     return len(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
 
+def payload_bytes(value):
+    """Bytes of the arrays in ``value`` (tuples, lists, named tuples, sparse matrices);
+    other objects by their pickled size. Counted without pickling the arrays: the meter
+    runs inside the timed round."""
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, (tuple, list)):
+        return sum(payload_bytes(v) for v in value)
+    if hasattr(value, "indptr"):
+        return value.data.nbytes + value.indices.nbytes + value.indptr.nbytes
+    if value is None:
+        return 0
+    return nbytes(value)
+
+
 class RoundMeter:
     """Wraps a DaskOnlineTraining's round, round trips and dictionary step; keeps the times."""
 
@@ -94,9 +112,9 @@ class RoundMeter:
         self.training = training
         self.rounds = []
         self.current = None
-        self._run_each = training.parts.run_each
+        self._trip = training.trip
         self._round = training._round
-        training.parts.run_each = self.run_each
+        training.trip = self.trip
         training._round = self.round
 
     def round(self, selected, following):
@@ -110,25 +128,21 @@ class RoundMeter:
         self.current = None
         return result
 
-    def run_each(self, function, args):
+    def trip(self, function, terms, columns, args):
         start = time.perf_counter()
-        results = self._run_each(function, args)
+        total = self._trip(function, terms, columns, args)
         wall = time.perf_counter() - start
         if self.current is not None:
-            name = function.__name__
-            if name == "_online_code":
-                busy = [r[3] for r in results]
-            elif name == "_online_responsibilities_at":
-                busy = [r[1] for r in results]
-            else:
-                busy = [0.0] * len(results)
+            busy = [a.busy if hasattr(a, "busy") else a for a in total.answers]
             self.current["trips"].append(dict(
-                name=name, wall=wall, busy=busy,
-                sent=[nbytes((function, a)) for a in args],
-                returned=[nbytes(r) for r in results]))
+                name=function.__name__, wall=wall, busy=busy,
+                # the client's traffic: the shared columns out once, the round's sums back
+                sent=payload_bytes((terms, columns)) + sum(payload_bytes(a) for a in args),
+                returned=payload_bytes((total.terms, total.plain, total.responsibilities)),
+                union=int(np.size(terms))))
             if self.current.get("in_step"):
                 self.current["step_trips"] += wall
-        return results
+        return total
 
     def step(self, function):
         def wrapper(*args, **kwargs):
@@ -154,9 +168,10 @@ class RoundMeter:
                 # the step's CPU time includes its round trips' waiting on the client thread
                 step_cpu=r["step_cpu"], other=r["wall"] - trips - step,
                 busy_sum=sum(sum(t["busy"]) for t in r["trips"]),
-                sent=np.sum([t["sent"] for t in r["trips"]], axis=0).max(),
-                returned=np.sum([t["returned"] for t in r["trips"]], axis=0).max(),
-                n_trips=len(r["trips"]), n_docs=r["n_docs"], terms=max(r["terms"])))
+                sent=sum(t["sent"] for t in r["trips"]),
+                returned=sum(t["returned"] for t in r["trips"]),
+                n_trips=len(r["trips"]), n_docs=r["n_docs"], terms=max(r["terms"]),
+                union=r["trips"][0]["union"]))
         return rows
 
 
@@ -320,37 +335,42 @@ def project(measured, args, exponent, max_steps, w_high):
             if union not in step_cache:
                 step_cache[union] = time_client_step(WIKI_TERMS, K, union, max_steps)
             step = step_cache[union]
-            # per worker and trip one array of columns taken; its sums added: 2 + 1 per step
-            columns = element * W * K * slice_terms * (2 * max_steps + 1)
-            # per worker: the topic columns each trip; back: two sums, then one per step
-            sent = 8 * K * slice_terms * max_steps
-            back = 8 * K * slice_terms * (1 + max_steps) + 16 * slice_terms
-            transfer = W * (sent + back) / args.bandwidth
-            overhead = max_steps * (latency + per_task * max(W - w_high, 0))
-            serial = step + columns + transfer + overhead
-            total = coding + serial
-            # restructuring 1: the slices' sums added up by a tree of workers and the
-            # columns sent down one; the client sends and receives union-sized arrays
-            # once per trip, and each of the tree's levels moves one (both ways)
             levels = np.ceil(np.log2(W))
             union_bytes = 8 * K * union
-            tree = (union_bytes * (1 + 2 * max_steps) / args.bandwidth
-                    + levels * max_steps * 2 * (union_bytes / args.bandwidth + latency))
-            tree_serial = step + tree + overhead
-            # restructuring 2: the step sharded by terms over the workers: each sends
+            # the round as it runs (tree-summed): per trip the client takes the round's
+            # columns once and sends them once (the workers copy them down a tree of
+            # log2 W levels); the slices' sums come up the tree, the round's to the client:
+            # max_steps arrays down, two sums then one per further step up
+            arrays = 2 * max_steps + 1
+            columns = element * K * union * max_steps
+            transfer = union_bytes * arrays / args.bandwidth
+            tree = levels * (union_bytes * arrays / args.bandwidth + 2 * max_steps * latency)
+            # per trip a task per worker and W - 1 merges
+            overhead = max_steps * (latency + per_task * max(2 * W - 1 - w_high, 0))
+            serial = step + columns + transfer + tree + overhead
+            total = coding + serial
+            # before: the client took each worker's columns and added each worker's sums
+            sent = 8 * K * slice_terms * max_steps
+            back = 8 * K * slice_terms * (1 + max_steps) + 16 * slice_terms
+            before_serial = (step + element * W * K * slice_terms * (2 * max_steps + 1)
+                             + W * (sent + back) / args.bandwidth
+                             + max_steps * (latency + per_task * max(W - w_high, 0)))
+            # next restructuring: the step sharded by terms over the workers: each sends
             # its slice's sums to the terms' owners (in parallel, over its own link),
             # the owners take the step over their terms; per MM step the topics'
             # normalisers (K numbers) are summed over the workers, NEWTON_ROUNDS times
-            exchange = 8 * K * slice_terms * (1 + 2 * max_steps) / args.bandwidth
-            sharded_serial = (max_steps * (NEWTON_ROUNDS + 1) * levels * latency + overhead)
+            exchange = 8 * K * slice_terms * arrays / args.bandwidth
+            sharded_serial = (max_steps * (NEWTON_ROUNDS + 1) * levels * latency
+                              + max_steps * (latency + per_task * max(W - w_high, 0)))
             sharded_parallel = coding + exchange + step / W
-            restructured = dict(tree_share=tree_serial / (coding + tree_serial),
+            rows.append(dict(scenario=scenario, size=size, W=W, B=B, union=union,
+                             slice_terms=slice_terms, coding=coding, step=step,
+                             columns=columns, transfer=transfer, tree=tree, overhead=overhead,
+                             total=total, serial_share=serial / total,
+                             pass_hours=total * WIKI_DOCS / B / 3600,
+                             before_share=before_serial / (coding + before_serial),
                              sharded_share=sharded_serial / (sharded_parallel + sharded_serial),
-                             sharded_round=sharded_parallel + sharded_serial)
-            rows.append(dict(scenario=scenario, size=size, W=W, B=B, union=union, slice_terms=slice_terms,
-                             coding=coding, step=step, columns=columns, transfer=transfer,
-                             overhead=overhead, total=total, serial_share=serial / total,
-                             mb=(sent + back) / 1e6, pass_hours=total * WIKI_DOCS / B / 3600, **restructured))
+                             sharded_round=sharded_parallel + sharded_serial))
     return rows
 
 
@@ -405,8 +425,9 @@ def main(argv=None):
                                                            trip=trip, task=task))
     header = ["| corpus | workers | round (s) | coding: slowest worker (s) | all workers' "
               "busy (s) | overhead (s) | client step (s), its CPU (s) | client other (s) | "
-              "serial share | MB to / from a worker | terms of a slice | ns per entry x topic "
-              "| load (1 min) |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "serial share | MB from / to the client | terms of the round / of a slice | ns "
+              "per entry x topic | load (1 min) |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     table = []
     measured = {}
     for (name, W), records in runs.items():
@@ -421,7 +442,7 @@ def main(argv=None):
                      f"{med('busy_sum'):.3f} | {med('overhead'):.3f} | {med('step'):.3f}, "
                      f"{med('step_cpu'):.3f} | {med('other'):.3f} | {serial:.0%} | "
                      f"{med('sent') / 1e6:.2f} / {med('returned') / 1e6:.2f} | "
-                     f"{med('terms'):.0f} | {pair_ns:.1f} | {loads} |")
+                     f"{med('union'):.0f} / {med('terms'):.0f} | {pair_ns:.1f} | {loads} |")
         measured[(name, W)] = dict(pair_ns=pair_ns, trip=float(np.median([r["trip"] for r in records])),
                                    task=float(np.median([r["task"] for r in records])))
     trips = ", ".join(f"{W} worker(s) {measured[(corpora[-1][0], W)]['trip'] * 1e3:.1f} ms"
@@ -447,8 +468,8 @@ def main(argv=None):
                    args, exponent, max_steps, w_high)
     prow = ["| batch per round | workers | batch | terms of the round | terms of a slice | "
             "coding, per worker (s) | client step (s) | client columns (s) | client "
-            "transfers (s) | overhead (s) | round (s) | serial share | MB to + from a worker "
-            "| pass (h) | serial share: tree-summed | serial share: term-sharded step | round: "
+            "transfers (s) | tree (s) | overhead (s) | round (s) | serial share | pass (h) | "
+            "serial share, before: the client adds | serial share: term-sharded step | round: "
             "term-sharded (s) |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in proj:
@@ -456,9 +477,10 @@ def main(argv=None):
                  else f"{p['size']} per worker")
         prow.append(f"| {label} | {p['W']} | {p['B']} | {p['union']} | {p['slice_terms']:.0f} "
                     f"| {p['coding']:.3f} | {p['step']:.3f} | {p['columns']:.3f} | "
-                    f"{p['transfer']:.3f} | {p['overhead']:.3f} | {p['total']:.3f} | "
-                    f"{p['serial_share']:.0%} | {p['mb']:.0f} | {p['pass_hours']:.2f} | "
-                    f"{p['tree_share']:.0%} | {p['sharded_share']:.0%} | {p['sharded_round']:.3f} |")
+                    f"{p['transfer']:.3f} | {p['tree']:.3f} | {p['overhead']:.3f} | "
+                    f"{p['total']:.3f} | {p['serial_share']:.0%} | {p['pass_hours']:.2f} | "
+                    f"{p['before_share']:.0%} | {p['sharded_share']:.0%} | "
+                    f"{p['sharded_round']:.3f} |")
     mode = "separate processes" if processes else "threads of the client's process"
     command = "python benchmarks/bench_dask_round.py " + " ".join(argv or sys.argv[1:])
     text = "\n".join([
@@ -480,40 +502,45 @@ def main(argv=None):
         *noop, "",
         "Columns: coding is the sum over the round's trips of the slowest worker's time in "
         "the kernels; overhead is the trips' wall time minus that (Dask's scheduling and "
-        "latency, (de)serialisation, and the wait for the slowest worker); the client step "
-        "is the dictionary step without its round trips (the thread CPU time includes the "
-        "trips' waiting); client other is the rest of the round on the client (adding up the "
-        "slices' sums, taking each slice's topic columns). Serial share: (overhead + client) "
-        "/ round. Bytes: pickled size of each worker's task arguments (the coding problem "
-        "and the topic columns) and results (the sums, the next slice's terms), summed over "
-        "the round's trips, the largest worker's. ns per entry x topic: all workers' busy "
-        "time over the round's stored entries x K.", "",
+        "latency, (de)serialisation, the copies of the columns and the merges of the sums "
+        "between the workers, and the wait for the slowest worker); the client step is the "
+        "dictionary step without its round trips (the thread CPU time includes the trips' "
+        "waiting); client other is the rest of the round on the client (the round's terms, "
+        "taking their topic columns, the new terms). Serial share: (overhead + client) / "
+        "round. MB: the arrays the client sends (the round's terms and their topic columns, "
+        "once a trip, and the tasks' arguments) and receives (the round's sums, added up on "
+        "the workers), summed over the round's trips. ns per entry x topic: all workers' "
+        "busy time over the round's stored entries x K.", "",
         "## Projected: English Wikipedia, K = 100", "",
         f"3.5M documents, 100,000 terms, 192 stored entries per document. Inputs: the "
         f"kernels {pair_seconds * 1e9:.1f} ns per entry x topic (the sampled corpus's "
         f"{min(workers)}-worker busy time above, wall time on the loaded VM, all "
         f"{max_steps} MM sums included; Wikipedia has about three tokens per entry, the "
-        f"sampled corpus one); CPU times (thread_time, one thread) timed here: the client's dictionary step at N = 100,000, K = 100 over the round's "
-        f"terms ({max_steps} MM steps); taking a slice's columns or adding its sums "
-        f"{element * 1e9:.2f} ns per element and array. Dask's own cost, measured by empty "
-        f"tasks on the {w_high}-worker cluster: {latency * 1e3:.1f} ms per round trip, plus "
-        f"{per_task * 1e3:.2f} ms per task beyond {w_high} workers (tasks submitted together). "
-        f"The client's bandwidth {args.bandwidth / 1e9:g} GB/s, every worker's arrays passing "
-        f"through it (8 bytes x K x a slice's terms per array: {max_steps} of columns out, "
-        f"{max_steps + 1} of sums back). "
-        f"Distinct terms of a batch of B documents: a Zipf model of document frequencies, P(term of rank n in a document) "
-        f"proportional to n^-{exponent:.2f} (the exponent fitted to 20 Newsgroups' random "
-        f"batches of 64 / 256 / 1024 / 2048 documents: {', '.join(map(str, observed))} terms "
-        f"observed, {', '.join(f'{f:.0f}' for f in fitted)} modelled), 192 per document. "
-        "Serial: the client's step, columns and transfers and the overhead; the coding is "
-        "the only part that shrinks with workers. The last three columns are two "
-        "restructured rounds: tree-summed (the slices' sums added up by a tree of "
-        "workers, the columns sent down one: the client moves union-sized arrays once per "
-        "trip, each level of the tree one both ways), and term-sharded (each worker owns a "
-        "range of terms, receives the slices' sums over them from the other workers over its "
-        f"own link, and takes the dictionary step over them; per MM step {NEWTON_ROUNDS} "
-        "Newton iterations each sum the K topics' normalisers over the workers, a tree of "
-        "log2 W latencies; the scheduling overhead as above).", "",
+        f"sampled corpus one); CPU times (thread_time, one thread) timed here: the client's "
+        f"dictionary step at N = 100,000, K = 100 over the round's terms ({max_steps} MM "
+        f"steps); taking columns or adding sums {element * 1e9:.2f} ns per element and "
+        f"array. Dask's own cost, measured by empty tasks on the {w_high}-worker cluster: "
+        f"{latency * 1e3:.1f} ms per round trip, plus {per_task * 1e3:.2f} ms per task beyond "
+        f"{w_high} (tasks submitted together). Bandwidth {args.bandwidth / 1e9:g} GB/s a "
+        f"link. Distinct terms of a batch of B documents: a Zipf model of document "
+        f"frequencies, P(term of rank n in a document) proportional to n^-{exponent:.2f} "
+        f"(the exponent fitted to 20 Newsgroups' random batches of 64 / 256 / 1024 / 2048 "
+        f"documents: {', '.join(map(str, observed))} terms observed, "
+        f"{', '.join(f'{f:.0f}' for f in fitted)} modelled), 192 per document.", "",
+        f"The round as it runs: per trip the client takes the round's topic columns once and "
+        f"sends them once, the workers copy them down a tree of log2 W levels, the slices' "
+        f"sums come up the tree (a task per worker and W - 1 merges a trip) and the client "
+        f"receives the round's: {max_steps} arrays of 8 bytes x K x the round's terms down "
+        f"and {max_steps + 1} up, through the client's link once and through each level of "
+        f"the tree (the tree column, upper bound: every level moves arrays the size of the "
+        f"round's terms). Serial: the client's step, columns and transfers, the tree and the "
+        f"overhead; the coding is the only part that shrinks with workers. For comparison, "
+        f"two other rounds: before this one, the client took each worker's columns and "
+        f"added each worker's sums (W times arrays of a slice's terms through its link), "
+        f"and a term-sharded step (each worker owns a range of terms, receives the slices' "
+        f"sums over them from the other workers over its own link, and takes the dictionary "
+        f"step over them; per MM step {NEWTON_ROUNDS} Newton iterations each sum the K "
+        f"topics' normalisers over the workers, a tree of log2 W latencies).", "",
         *prow, "",
     ])
     publish(text, args.output)

@@ -96,6 +96,7 @@ def on_cluster(X, params, n_workers, processes):
     from distributed import Client, LocalCluster
 
     from stc import STC
+    from stc._learning.learners import LearningSteps
     from stc._learning.learners.dask_online import DaskOnlineTraining
 
     with warnings.catch_warnings():
@@ -105,16 +106,17 @@ def on_cluster(X, params, n_workers, processes):
         client = Client(cluster)
         try:
             model = STC(**params)
+            options = model._learning_options()  # batch_size="auto" resolved
             start = time.perf_counter()
             training = DaskOnlineTraining(
                 client, dask_rows(X, n_workers), model._checked_loss(), model._use_count_scale,
-                model.n_topics, model.random_state, model.n_jobs, batch_size=model.batch_size,
-                learning_offset=model.learning_offset, learning_decay=model.learning_decay,
-                max_steps=model.dictionary_max_iter)
+                options.n_topics, options.random_state, options.n_jobs,
+                batch_size=options.batch_size, learning_offset=options.learning_offset,
+                learning_decay=options.learning_decay, max_steps=options.dictionary_max_iter,
+                init=options.init, steps=LearningSteps())
             setup = time.perf_counter() - start
             start = time.perf_counter()
-            training.run(replace(model._learning_options(), n_passes=1, topic_averaging=0.0,
-                                 verbose=0))
+            training.run(replace(options, n_passes=1, topic_averaging=0.0, verbose=0))
             wall = time.perf_counter() - start
         finally:
             client.close()

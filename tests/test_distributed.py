@@ -75,12 +75,24 @@ def test_dask_input_errors(client, newsgroups):
         STC(n_topics=2, n_passes=1).fit_stream([dask_rows(X, 50)])
 
 
-def round_indices(n_docs, rows_per_block, batch_size, pass_number, entropy):
+@pytest.fixture(autouse=True)
+def first_step_of_300_documents(monkeypatch):
+    """Each pass's first step joins rounds until they hold 300 documents (4,000 by default,
+    more than these corpora hold): the fits below have several steps a pass."""
+    from stc._learning.learners import online
+
+    monkeypatch.setattr(online, "FIRST_STEP_DOCUMENTS", 300)
+
+
+def round_indices(n_docs, rows_per_block, batch_size, pass_number, entropy, *, steps=False):
     """The rows of each round of one pass of an online fit of dask_rows(X, rows_per_block).
 
     One array of row indices of X per round, in the order the round's mini-batch holds
     them: every partition's slice (`round_rows` of its `partition_order`), in partition order.
+    With ``steps``, per step instead: the first joins the first rounds until they hold
+    FIRST_STEP_DOCUMENTS documents, each partition's rows of them in turn.
     """
+    from stc._learning.learners import online
     from stc._learning.learners.dask_online import partition_order, round_rows
 
     starts = range(0, n_docs, rows_per_block)
@@ -88,16 +100,31 @@ def round_indices(n_docs, rows_per_block, batch_size, pass_number, entropy):
                                       pass_number, i)
               for i, start in enumerate(starts)]
     n_rounds = -(-n_docs // batch_size)
-    return [np.concatenate([order[slice(*round_rows(order.size, n_rounds, r))]
+    joined = 1
+    while steps and (joined < n_rounds and sum(round_rows(o.size, n_rounds, joined - 1)[1]
+                                               for o in orders) < online.FIRST_STEP_DOCUMENTS):
+        joined += 1
+    bounds = [(0, joined)] + [(r, r + 1) for r in range(joined, n_rounds)]
+    return [np.concatenate([order[round_rows(order.size, n_rounds, first)[0]:
+                                  round_rows(order.size, n_rounds, stop - 1)[1]]
                             for order in orders])
-            for r in range(n_rounds)]
+            for first, stop in bounds]
 
 
-def schedule_batches(X, rows_per_block, batch_size, n_passes, entropy):
-    """The mini-batches an online fit of dask_rows(X, rows_per_block) learns from, in order."""
-    return [X[rows] for pass_number in range(1, n_passes + 1)
-            for rows in round_indices(X.shape[0], rows_per_block, batch_size, pass_number,
-                                      entropy)]
+class Schedule:
+    """The steps' mini-batches of an online fit of dask_rows(X, rows_per_block), for
+    fit_stream: its k-th iteration yields those of pass k (the first step's joins the
+    first rounds, so fit_stream joins no more)."""
+
+    def __init__(self, X, rows_per_block, batch_size, entropy=0):
+        self.X, self.rows_per_block, self.batch_size = X, rows_per_block, batch_size
+        self.entropy, self.passes = entropy, 0
+
+    def __iter__(self):
+        self.passes += 1
+        for rows in round_indices(self.X.shape[0], self.rows_per_block, self.batch_size,
+                                  self.passes, self.entropy, steps=True):
+            yield self.X[rows]
 
 
 @pytest.mark.parametrize("rows_per_block, init", [(250, "auto"), (600, "auto"),  # 3, 1 or 5
@@ -105,20 +132,18 @@ def schedule_batches(X, rows_per_block, batch_size, n_passes, entropy):
 def test_online_fit_is_fit_stream_over_the_partitions_batches(client, newsgroups,
                                                               rows_per_block, init):
     """Online on the cluster: the batches of the schedule, learned as fit_stream learns them
-    (with init="nndsvd" too: the first round's slices make the first batch on the client)."""
+    (with init="nndsvd" too: the first step's slices make the first batch on the client),
+    the topics averaged over the same last steps."""
     X = newsgroups[0].data[:600]
-    # topic_averaging=0: the average's window is the last pass's, which fit_stream over
-    # all passes' batches in one pass would not know
     params = dict(n_topics=4, random_state=0, learning_method="online", batch_size=128,
-                  dictionary_max_iter=2, topic_averaging=0.0, init=init, **PAPER)
-    spread = STC(**params, n_passes=2).fit(dask_rows(X, rows_per_block))
-    batches = schedule_batches(X, rows_per_block, 128, 2, entropy=0)
-    assert len(batches) == 10 and sum(b.shape[0] for b in batches) == 1200
-    local = STC(**params, n_passes=1).fit_stream(batches)
-    assert spread.n_batch_iter_ == local.n_batch_iter_ == 10 and spread.n_iter_ == 2
+                  dictionary_max_iter=2, topic_averaging=0.5, init=init, n_passes=2, **PAPER)
+    spread = STC(**params).fit(dask_rows(X, rows_per_block))
+    local = STC(**params).fit_stream(Schedule(X, rows_per_block, 128))
+    # 5 rounds a pass, the first three (384 documents) joined into the first step
+    assert spread.n_batch_iter_ == local.n_batch_iter_ == 6 and spread.n_iter_ == 2
     np.testing.assert_allclose(spread.components_, local.components_, rtol=1e-9, atol=1e-15)
     np.testing.assert_allclose(spread.online_code_sums_, local.online_code_sums_, rtol=1e-9)
-    np.testing.assert_allclose(spread.objective_.sum(), local.objective_[0], rtol=1e-12)
+    np.testing.assert_allclose(spread.objective_, local.objective_, rtol=1e-12)
     np.testing.assert_array_equal(spread.term_counts_, local.term_counts_)  # for score
     assert np.all(spread.components_ >= 0)
     np.testing.assert_allclose(spread.components_.sum(axis=1), 1.0, rtol=0, atol=1e-12)
@@ -159,12 +184,15 @@ def test_the_slices_sums_are_added_up_by_a_tree_of_merges():
     assert later.plain is None
 
 
-def test_online_fit_with_uneven_partitions_and_empty_rounds(client, newsgroups):
+def test_online_fit_with_uneven_partitions_and_empty_rounds(client, newsgroups, monkeypatch):
     """Partitions smaller than the number of rounds leave some rounds empty: they are skipped."""
+    from stc._learning.learners import online
+
+    monkeypatch.setattr(online, "FIRST_STEP_DOCUMENTS", 1)  # rounds 1-3 make the first step
     X = newsgroups[0].data[:9]
     spread = STC(n_topics=2, random_state=1, learning_method="online", batch_size=1,
                  n_passes=1, topic_averaging=0.0, **PAPER).fit(dask_rows(X, 3))
-    batches = [b for b in schedule_batches(X, 3, 1, 1, entropy=1) if b.shape[0]]
+    batches = [b for b in Schedule(X, 3, 1, entropy=1) if b.shape[0]]
     local = STC(n_topics=2, random_state=1, n_passes=1, topic_averaging=0.0,
                 **PAPER).fit_stream(batches)
     assert spread.n_batch_iter_ == len(batches) == 3  # rounds 3, 6 and 9 of 9
@@ -191,7 +219,7 @@ def test_online_fit_with_workers_in_their_own_processes(newsgroups):
         with distributed.Client(cluster) as processes, processes.as_current():
             spread = STC(**params).fit(dask_rows(X, 150))
         cluster.close()
-    local = STC(**params).fit_stream(schedule_batches(X, 150, 100, 1, entropy=0))
+    local = STC(**params).fit_stream(Schedule(X, 150, 100))
     np.testing.assert_allclose(spread.components_, local.components_, rtol=1e-9, atol=1e-15)
 
 
@@ -220,11 +248,11 @@ def test_the_defaults_on_the_cluster(client, newsgroups):
                   dictionary_max_iter=2, topic_averaging=0.0)
     spread = STC(**online, n_passes=2).fit(dask_rows(X, 250))
     assert spread.count_scale_ == pytest.approx(w_bar, rel=1e-14)
-    local = STC(**online, n_passes=1, rho=spread.effective_rho_, rho_units="absolute").fit_stream(
-        schedule_batches(X, 250, 128, 2, entropy=0))
+    local = STC(**online, n_passes=2, rho=spread.effective_rho_, rho_units="absolute").fit_stream(
+        Schedule(X, 250, 128))
     assert local.theta_penalty == spread.theta_penalty == "l1"
     np.testing.assert_allclose(spread.components_, local.components_, rtol=1e-9, atol=1e-15)
-    np.testing.assert_allclose(spread.objective_.sum(), local.objective_[0], rtol=1e-12)
+    np.testing.assert_allclose(spread.objective_, local.objective_, rtol=1e-12)
 
 
 def test_a_worker_that_leaves_the_cluster_stops_the_fit_with_a_clear_error(newsgroups):

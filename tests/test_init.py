@@ -18,6 +18,7 @@ from stc import STC, MedSTC
 from stc._learning.dictionary import (NNDSVD_MIN_TOPICS, initial_dictionary, nndsvd_dictionary,
                                       resolved_init)
 
+from stc._learning.learners import online
 from stc._learning.learners.online import online_start
 from conftest import brief_fit
 
@@ -106,10 +107,12 @@ def test_medstc_starts_from_nndsvd_too(newsgroups):
     assert np.all(np.diff(svd.objective_) <= 1e-9 * np.abs(svd.objective_[1:]))
 
 
-def test_online_learning_starts_from_the_data_it_has_first(newsgroups):
+def test_online_learning_starts_from_the_data_it_has_first(newsgroups, monkeypatch):
     """"auto" resolves for online learning as for batch learning (NNDSVD from 50 topics,
     draws of the first batch below); "nndsvd" is of the whole corpus in fit, of the first
-    batch in partial_fit and fit_stream."""
+    batch in partial_fit and fit_stream (its first step: its first batches joined until
+    they hold FIRST_STEP_DOCUMENTS documents, here the first alone)."""
+    monkeypatch.setattr(online, "FIRST_STEP_DOCUMENTS", 100)
     train, _ = newsgroups
     X = train.data[:200]
     assert resolved_init("auto", 49) == "random"

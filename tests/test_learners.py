@@ -55,7 +55,10 @@ def test_online_learners_are_the_online_fits(corpus):
 
     batches = [corpus[i:i + 100] for i in range(0, corpus.shape[0], 100)]
     streamed = STC(**params).fit_stream(batches)
-    problem, options = problem_and_options(STC(**params), batches[0])
+    # w_bar of the first step: the first batches joined (here all: fewer documents than
+    # online.FIRST_STEP_DOCUMENTS)
+    assert corpus.shape[0] < online.FIRST_STEP_DOCUMENTS
+    problem, options = problem_and_options(STC(**params), corpus)
     learned = online.learn_stream(lambda: problem, lambda: batches, options,
                                   n_batches=len(batches))
     assert_same_fit(learned, streamed)

@@ -14,6 +14,7 @@ from stc._core._simplex import (OnlineBlock, online_block_finish, online_block_s
                                 online_block_start)
 from stc._learning.coding import CodingProblem, code_new_documents
 from stc._learning.dictionary import CorpusLayout, update_dictionary
+from stc._learning.learners import online
 from stc._learning.stochastic_dictionary import (NEW_TERM_SHARE, OnlineStatistics,
                                                  introduce_new_terms, learn_from_batch,
                                                  learning_rate, simplex_minimiser)
@@ -22,6 +23,15 @@ from stc.losses import get_loss
 from conftest import brief_fit
 
 SMALL = dict(n_topics=5, lambda_=0.1, rho=0.01, random_state=0)
+
+
+@pytest.fixture(autouse=True)
+def first_step_is_the_first_batch(monkeypatch):
+    """fit_stream joins each pass's first batches until they hold FIRST_STEP_DOCUMENTS
+    documents (4,000, more than these batches hold): here its first step is its first
+    batch, so that it learns as a partial_fit loop; test_fit_stream_joins_its_first_batches
+    tests the joining."""
+    monkeypatch.setattr(online, "FIRST_STEP_DOCUMENTS", 1)
 
 
 def assert_on_simplex(beta):
@@ -291,6 +301,32 @@ def test_topic_averaging_is_the_mean_over_the_last_batches(newsgroups, share, av
     generated = STC(**SMALL, n_passes=2, topic_averaging=share).fit_stream(
         _Reiterable(batches))
     np.testing.assert_array_equal(generated.components_, streamed.components_)
+
+
+@pytest.mark.parametrize("reiterable", [False, True])
+def test_fit_stream_joins_its_first_batches(newsgroups, monkeypatch, reiterable):
+    """Each pass's first batches are joined until they hold FIRST_STEP_DOCUMENTS documents:
+    fit_stream is then a partial_fit loop over the joined batches, and the topic averaging
+    counts steps (known in advance for batches with a len, counted in the first pass for
+    others)."""
+    assert online.FIRST_STEP_DOCUMENTS == 1  # this module's fixture; the default is larger
+    monkeypatch.setattr(online, "FIRST_STEP_DOCUMENTS", 400)
+    train, _ = newsgroups
+    batches = [train.data[i:i + 150] for i in range(0, 900, 150)]
+    given = _Reiterable(batches) if reiterable else batches
+    streamed = STC(**SMALL, n_passes=2, topic_averaging=0.5).fit_stream(given)
+    steps = [sp.vstack(batches[:3], format="csr")] + batches[3:]  # 450 >= 400 documents
+    looped, after = STC(**SMALL), []
+    for _ in range(2):
+        for batch in steps:
+            after.append(looped.partial_fit(batch).components_.copy())
+    assert streamed.n_batch_iter_ == looped.n_batch_iter_ == 8
+    np.testing.assert_allclose(streamed.components_, np.mean(after[-2:], axis=0),
+                               rtol=1e-13, atol=1e-17)
+    np.testing.assert_array_equal(streamed.online_code_sums_, looped.online_code_sums_)
+    # a stream shorter than that is one step a pass
+    short = STC(**SMALL, n_passes=2, topic_averaging=0.0).fit_stream(batches[:2])
+    assert short.n_batch_iter_ == 2
 
 
 class _Reiterable:

@@ -126,7 +126,7 @@ def test_unknown_units_are_refused(corpus):
         STC(rho_units="percent").fit(X)
 
 
-def test_online_w_bar_comes_from_the_first_batch_or_from_all_of_X(corpus):
+def test_online_w_bar_comes_from_the_first_step_or_from_all_of_X(corpus):
     X, _, _ = corpus
     first, second = X[:150], X[150:300]
     model = STC(n_topics=4, rho=0.05, rho_units="relative", random_state=0)
@@ -136,9 +136,11 @@ def test_online_w_bar_comes_from_the_first_batch_or_from_all_of_X(corpus):
     assert model.count_scale_ == pytest.approx(float(first.sum() / first.nnz), rel=1e-14)
     assert model.effective_rho_ == pytest.approx(
         0.05 * np.sqrt(2 * 0.1 * model.count_scale_), rel=1e-14)
+    # fit_stream: w_bar of its first step, its first batches joined (here both)
     streamed = STC(n_topics=4, rho=0.05, rho_units="relative", n_passes=1,
                    random_state=0).fit_stream([first, second])
-    assert streamed.count_scale_ == model.count_scale_
+    assert streamed.count_scale_ == pytest.approx(float(X[:300].sum() / X[:300].nnz), rel=1e-14)
+    assert streamed.n_batch_iter_ == 1
     # online fit of a matrix in memory: w_bar of the whole matrix, as a batch fit takes it
     online = STC(n_topics=4, learning_method="online", batch_size=150, n_passes=1,
                  random_state=0).fit(X[:300])

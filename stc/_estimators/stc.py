@@ -410,7 +410,9 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         be iterable again (not a one-shot generator) when ``n_passes > 1``.
         Each batch goes to ``partial_fit``'s step, in the order given (no
         shuffling: shuffle the stream beforehand if it is sorted, e.g. by
-        class); a batch without a word is skipped. Starts afresh, like ``fit``.
+        class), except that each pass's first batches are joined into one step
+        until they hold 4,000 documents (the topics start from them, and w_bar
+        is theirs); a batch without a word is skipped. Starts afresh, like ``fit``.
         ``y`` is ignored; ``classes`` is `MedSTC`'s.
         """
         start = time.perf_counter()
@@ -431,8 +433,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             nonlocal first
             refuse_dask_array(given, "fit_stream")
             counts = self._validate_X(given, reset=first, loss=loss, batch=True)
-            if first and counts.nnz:  # batches without a word are skipped
-                self._set_count_scale(counts)  # w_bar of the first batch with words
+            if counts.nnz:  # batches without a word are skipped
                 first = False
             return counts
 
@@ -444,9 +445,11 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             n_batches = len(batches)
         except TypeError:  # counted in the first pass
             n_batches = None
-        # the problem is built per batch: rho in relative units needs the first batch
+        # the problem is built per batch: rho in relative units needs w_bar of the first
+        # step with words (its first batches joined)
         fitted = online.learn_stream(self._coding_problem, validated_batches,
-                                     self._learning_options(), steps, n_batches=n_batches)
+                                     self._learning_options(), steps, n_batches=n_batches,
+                                     first_words=self._set_count_scale)
         self._store_fitted(fitted)
         steps.finish(self, fitted, validated_batches, self._coding_problem())
         self.fit_time_ = time.perf_counter() - start

@@ -3,7 +3,7 @@
 * `batch`: the whole corpus in memory, coding and dictionary steps alternated
   (MedSTC adds its own coding step and its SVM step); ``learn``.
 * `online`: mini-batches in passes, ``learn`` (``fit``, shuffled),
-  ``learn_stream`` (``fit_stream``, as given) and ``learn_batch``
+  ``learn_stream`` (``fit_stream``, as given, the first ones joined) and ``learn_batch``
   (``partial_fit``, one batch, and every batch of the others).
 * `dask_batch`, `dask_online`: the same over a dask array's partitions, on
   the current dask.distributed client; ``learn``.

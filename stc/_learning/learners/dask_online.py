@@ -21,7 +21,7 @@ from sklearn.utils import check_random_state
 
 from stc._learning.dictionary import (dictionary_from_draws, initial_dictionary_draws,
                                       resolved_init, starting_topics)
-from stc._learning.learners import LearningSteps
+from stc._learning.learners import LearningSteps, online
 from stc._learning.learners.online import OnlineState, run_passes
 from stc._learning.learners.partitions import Partitions, current_client
 from stc._learning.stochastic_dictionary import (BatchOutcome, code_batch,
@@ -76,8 +76,10 @@ def _size(partition):
     return partition.X.shape[0], partition.X.nnz, float(np.sum(partition.X.data))
 
 
-def slice_rows(partition, entropy, pass_number, partition_index, n_rounds, round_index):
-    """The partition's rows of one round (`round_rows` of its `partition_order`), in order.
+def slice_rows(partition, entropy, pass_number, partition_index, n_rounds, first_round,
+               stop_round=None):
+    """The partition's rows of rounds ``first_round`` to ``stop_round`` (excluded; by default
+    the one round) in its `partition_order` (`round_rows`), in order.
 
     The pass's order is kept on the partition until the next pass.
     """
@@ -85,7 +87,9 @@ def slice_rows(partition, entropy, pass_number, partition_index, n_rounds, round
     if partition._order[0] != key:
         partition._order = (key, partition_order(partition.X.shape[0], entropy, pass_number,
                                                  partition_index))
-    start, stop = round_rows(partition.X.shape[0], n_rounds, round_index)
+    stop_round = first_round + 1 if stop_round is None else stop_round
+    start = round_rows(partition.X.shape[0], n_rounds, first_round)[0]
+    stop = round_rows(partition.X.shape[0], n_rounds, stop_round - 1)[1]
     return partition._order[1][start:stop]
 
 
@@ -253,8 +257,12 @@ class DaskOnlineTraining:
     The partitions stay on their workers. Each pass visits every partition's
     rows in an order drawn from ``random_state`` (`partition_order`); round
     r of ceil(D / batch_size) rounds takes rows `round_rows` of every
-    partition, so the round's mini-batch is the concatenation of those
-    slices, in partition order. Per round:
+    partition. A pass's steps are its rounds, but the first, which joins
+    the first rounds until they hold
+    `stc._learning.learners.online.FIRST_STEP_DOCUMENTS` documents, as
+    ``fit_stream`` joins its first batches (`step_rounds`); a step's
+    mini-batch is the concatenation of the partitions' slices of its rounds,
+    in partition order. Per step (the code calls it a round):
 
     * the client holds the topics beta and the running statistics (K x N);
       it sends the topic columns of the round's terms once, and the workers
@@ -276,8 +284,8 @@ class DaskOnlineTraining:
     it; with up to three partitions the tree adds the sums in partition
     order). One difference: with rho in relative units, w_bar
     (``count_scale_``) is the whole array's, as ``fit`` takes it in memory,
-    where ``fit_stream`` takes its first batch's; ``problem_for(count_scale)``
-    gives the coding problem, as in `DaskTraining`. The first round's
+    where ``fit_stream`` takes its first step's; ``problem_for(count_scale)``
+    gives the coding problem, as in `DaskTraining`. The first step's
     documents give the initial topics, drawn as
     `stc._learning.dictionary.initial_dictionary` draws them (only the chosen
     documents' term sums travel). Memory on a worker: its partition, the row
@@ -311,6 +319,8 @@ class DaskOnlineTraining:
         self.count_scale = sum(total for _, _, total in sizes) / n_entries
         self.problem = problem_for(self.count_scale)
         self.n_rounds = max(1, -(-self.n_docs // batch_size))
+        self.first_rounds = self._first_rounds()
+        self.n_steps = self.n_rounds - self.first_rounds + 1  # steps per pass
         self.entropy = online_entropy(random_state)
         self.rng = check_random_state(random_state)
         # the topics, statistics and batches so far, as in memory; term_counts: the
@@ -322,10 +332,31 @@ class DaskOnlineTraining:
         steps.start(self)
         self.extra_step = steps.extra_step(self)
 
-    def selection(self, pass_number, round_index):
-        """What each partition's `slice_rows` needs for one round, in partition order."""
-        return [(self.entropy, pass_number, i, self.n_rounds, round_index)
+    def selection(self, pass_number, first_round, stop_round=None):
+        """What each partition's `slice_rows` needs for rounds ``first_round`` to
+        ``stop_round`` (excluded; by default the one round), in partition order."""
+        return [(self.entropy, pass_number, i, self.n_rounds, first_round, stop_round)
                 for i in range(len(self.parts))]
+
+    def step_rounds(self, step):
+        """(first, stop) of the rounds a pass's ``step``-th step learns from.
+
+        The first step joins the first rounds until they hold
+        `stc._learning.learners.online.FIRST_STEP_DOCUMENTS` documents, as
+        ``fit_stream`` joins its first batches; each other step is one round.
+        """
+        if step == 0:
+            return 0, self.first_rounds
+        return self.first_rounds + step - 1, self.first_rounds + step
+
+    def _first_rounds(self):
+        """The rounds joined in a pass's first step (see `step_rounds`)."""
+        rounds = 1
+        while (rounds < self.n_rounds and sum(round_rows(size, self.n_rounds, rounds - 1)[1]
+                                              for size in self.sizes)
+               < online.FIRST_STEP_DOCUMENTS):
+            rounds += 1
+        return rounds
 
     def _initial_topics(self, selected, counts):
         """The first round's start, as `stc._learning.learners.online.online_start` makes it in memory."""
@@ -414,24 +445,24 @@ class DaskOnlineTraining:
         return total
 
     def run(self, options):
-        """The passes over the rounds (`stc._learning.learners.online.run_passes`); the `LearnedTopics`."""
-        self.selected = self.parts.run_each(_online_select, self.selection(1, 0))
-        fitted = run_passes(lambda pass_number: range(self.n_rounds),
-                            lambda round_index, pass_number: self._learn_round(
-                                round_index, pass_number, options.n_passes),
-                            self.state, self.n_rounds, options)
+        """The passes over the steps (`stc._learning.learners.online.run_passes`); the `LearnedTopics`."""
+        self.selected = self.parts.run_each(_online_select, self.selection(1, *self.step_rounds(0)))
+        fitted = run_passes(lambda pass_number: range(self.n_steps),
+                            lambda step, pass_number: self._learn_step(
+                                step, pass_number, options.n_passes),
+                            self.state, self.n_steps, options)
         fitted.count_scale = self.count_scale
         return fitted
 
-    def _learn_round(self, round_index, pass_number, n_passes):
-        """Round ``round_index`` of a pass; its `BatchOutcome` (None: no word in it, skipped)."""
-        if round_index + 1 < self.n_rounds:
-            following = self.selection(pass_number, round_index + 1)
+    def _learn_step(self, step, pass_number, n_passes):
+        """Step ``step`` of a pass; its `BatchOutcome` (None: no word in it, skipped)."""
+        if step + 1 < self.n_steps:
+            following = self.selection(pass_number, *self.step_rounds(step + 1))
         elif pass_number < n_passes:
-            following = self.selection(pass_number + 1, 0)
+            following = self.selection(pass_number + 1, *self.step_rounds(0))
         else:
             following = [None] * len(self.parts)
-        if sum(np.size(s[1]) for s in self.selected) == 0:  # a round without a word
+        if sum(np.size(s[1]) for s in self.selected) == 0:  # a step without a word
             self.selected = self.parts.gather([
                 self.parts.submit(i, _online_select, *sel)
                 for i, sel in enumerate(following) if sel is not None])

@@ -2,7 +2,8 @@
 
 `learn` (``STC.fit`` with ``learning_method="online"``) makes ``n_passes``
 passes over the documents in shuffled mini-batches, `learn_stream`
-(``STC.fit_stream``) over an iterable of batches as given, and
+(``STC.fit_stream``) over an iterable of batches as given (each pass's first
+ones joined into one step: `join_first_batches`), and
 `learn_batch` (``STC.partial_fit``, and every batch of the others) learns
 from one batch by the `LearningSteps`' batch step, by default STC's
 (`stc_batch_step`: `stc._learning.stochastic_dictionary.learn_from_batch`, the batch
@@ -18,6 +19,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from stc._learning.dictionary import resolved_init, starting_topics
@@ -125,7 +127,8 @@ def learn(problem, X, options, steps=None, *, state=None):
             yield batch if steps.labels is None else (batch, steps.labels[rows])
 
     n_batches = -(-X.shape[0] // options.batch_size)
-    return _passes(lambda: problem, shuffled_batches, n_batches, state, options, rng, steps)
+    return _passes(lambda: problem, lambda pass_number: shuffled_batches(), n_batches, state,
+                   options, rng, steps)
 
 
 def rows_of(X, rows):
@@ -136,31 +139,93 @@ def rows_of(X, rows):
     return batch
 
 
+# fit_stream's first step in each pass learns from its first batches joined, until they
+# hold this many documents (online learning on a dask array mirrors it, round by round):
+# the first steps weigh most, and from a few hundred documents they fixed topics that the
+# later batches did not undo (benchmarks/results_online_diagnosis.md, "fit_stream's
+# first step"). With batch_size="auto" the batches hold at most 4,096 documents.
+FIRST_STEP_DOCUMENTS = 4000
+
+
 def learn_stream(problem_of, make_batches, options, steps=None, *, n_batches=None,
-                 state=None):
+                 state=None, first_words=None):
     """``options.n_passes`` passes over the batches ``make_batches()`` yields, in their order.
 
     ``problem_of()`` gives each batch's coding problem: with rho in relative
-    units it is known only once the first batch is read. ``n_batches``, the
-    batches per pass (for the topic averaging), may be None: it is then
-    counted in the first pass. Each batch is learned from by ``steps``'
-    batch step (`learn_batch`; MedSTC's batches are (X, labels) pairs).
-    Returns the `LearnedTopics`.
+    units it is known only once the first step is read (``first_words``, if
+    given, is called with the counts of the first step with a word, before it
+    is learned from). ``n_batches``, the batches per pass (for the topic
+    averaging), may be None: it is then counted in the first pass. Each
+    pass's first batches are joined into one step (`join_first_batches`);
+    every step is learned from by ``steps``' batch step (`learn_batch`;
+    MedSTC's batches are (X, labels) pairs). Returns the `LearnedTopics`.
     """
-    return _passes(problem_of, make_batches, n_batches,
-                   OnlineState() if state is None else state, options,
-                   check_random_state(options.random_state), steps)
+    first_pass = join_first_batches(make_batches())
+    joined = first_pass.send(None)  # read ahead now: the steps per pass are then known
+    if n_batches is not None:
+        n_batches -= max(joined - 1, 0)
+
+    def with_first_words(batches):
+        nonlocal first_words
+        for batch in batches:
+            if first_words is not None and counts_of(batch).nnz:
+                first_words(counts_of(batch))
+                first_words = None
+            yield batch
+
+    def batches(pass_number):
+        if pass_number == 1:
+            return with_first_words(first_pass)
+        again = join_first_batches(make_batches())
+        again.send(None)
+        return again
+
+    return _passes(problem_of, batches, n_batches, OnlineState() if state is None else state,
+                   options, check_random_state(options.random_state), steps)
+
+
+def counts_of(batch):
+    """The counts of a batch (MedSTC's batches are (counts, labels) pairs)."""
+    return batch[0] if isinstance(batch, tuple) else batch
+
+
+def join_first_batches(batches):
+    """A generator of ``batches`` with the first ones joined until they hold
+    `FIRST_STEP_DOCUMENTS` documents (or the batches end); the others as they come.
+
+    Primed with ``send(None)``, it reads the first batches ahead and returns
+    how many it joined (0 for no batch).
+    """
+    batches = iter(batches)
+    ahead, n_docs = [], 0
+    for batch in batches:
+        ahead.append(batch)
+        n_docs += counts_of(batch).shape[0]
+        if n_docs >= FIRST_STEP_DOCUMENTS:
+            break
+    yield len(ahead)
+    if len(ahead) == 1:
+        yield ahead[0]
+    elif ahead:
+        counts = sp.vstack([counts_of(batch) for batch in ahead], format="csr")
+        counts.indices = counts.indices.astype(np.int32, copy=False)  # the kernels' indices
+        counts.indptr = counts.indptr.astype(np.int32, copy=False)
+        if isinstance(ahead[0], tuple):  # MedSTC: the labels follow their rows
+            yield counts, np.concatenate([batch[1] for batch in ahead])
+        else:
+            yield counts
+    yield from batches
 
 
 def _passes(problem_of, make_batches, n_batches, state, options, rng, steps):
     """The passes of `learn` and `learn_stream` over ``make_batches()``."""
     def learn_from(batch, pass_number):
-        if (batch[0] if isinstance(batch, tuple) else batch).nnz == 0:
+        if counts_of(batch).nnz == 0:
             return None  # no word to learn from: a step would only shrink the statistics
         return learn_batch(problem_of(), batch, options, steps, state=state, rng=rng,
                            pass_number=pass_number)
 
-    return run_passes(lambda pass_number: make_batches(), learn_from, state, n_batches, options)
+    return run_passes(make_batches, learn_from, state, n_batches, options)
 
 
 def run_passes(make_batches, learn_from, state, n_batches, options):

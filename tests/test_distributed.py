@@ -89,8 +89,8 @@ def round_indices(n_docs, rows_per_block, batch_size, pass_number, entropy, *, s
 
     One array of row indices of X per round, in the order the round's mini-batch holds
     them: every partition's slice (`round_rows` of its `partition_order`), in partition order.
-    With ``steps``, per step instead: the first joins the first rounds until they hold
-    FIRST_STEP_DOCUMENTS documents, each partition's rows of them in turn.
+    With ``steps`` (the first pass's), per step instead: the first joins the first rounds
+    until they hold FIRST_STEP_DOCUMENTS documents, each partition's rows of them in turn.
     """
     from stc._learning.learners import online
     from stc._learning.learners.dask_online import partition_order, round_rows
@@ -113,17 +113,22 @@ def round_indices(n_docs, rows_per_block, batch_size, pass_number, entropy, *, s
 
 class Schedule:
     """The steps' mini-batches of an online fit of dask_rows(X, rows_per_block), for
-    fit_stream: its k-th iteration yields those of pass k (the first step's joins the
-    first rounds, so fit_stream joins no more)."""
+    fit_stream: its k-th iteration yields those of pass k (the first pass's first step
+    joins the first rounds, so fit_stream joins no more)."""
 
     def __init__(self, X, rows_per_block, batch_size, entropy=0):
         self.X, self.rows_per_block, self.batch_size = X, rows_per_block, batch_size
         self.entropy, self.passes = entropy, 0
 
+    def __len__(self):
+        """Batches a pass after the first (the rounds): what fit_stream counts for the topic
+        averaging, as the fit on the cluster does."""
+        return -(-self.X.shape[0] // self.batch_size)
+
     def __iter__(self):
         self.passes += 1
         for rows in round_indices(self.X.shape[0], self.rows_per_block, self.batch_size,
-                                  self.passes, self.entropy, steps=True):
+                                  self.passes, self.entropy, steps=self.passes == 1):
             yield self.X[rows]
 
 
@@ -139,8 +144,8 @@ def test_online_fit_is_fit_stream_over_the_partitions_batches(client, newsgroups
                   dictionary_max_iter=2, topic_averaging=0.5, init=init, n_passes=2, **PAPER)
     spread = STC(**params).fit(dask_rows(X, rows_per_block))
     local = STC(**params).fit_stream(Schedule(X, rows_per_block, 128))
-    # 5 rounds a pass, the first three (384 documents) joined into the first step
-    assert spread.n_batch_iter_ == local.n_batch_iter_ == 6 and spread.n_iter_ == 2
+    # 5 rounds a pass, the first pass's first three (384 documents) joined into one step
+    assert spread.n_batch_iter_ == local.n_batch_iter_ == 8 and spread.n_iter_ == 2
     np.testing.assert_allclose(spread.components_, local.components_, rtol=1e-9, atol=1e-15)
     np.testing.assert_allclose(spread.online_code_sums_, local.online_code_sums_, rtol=1e-9)
     np.testing.assert_allclose(spread.objective_, local.objective_, rtol=1e-12)

@@ -170,34 +170,24 @@ ONLINE = dict(n_topics=4, C=3e5, cost=100.0, rho=0.01, rho_units="absolute", ran
               learning_method="online", batch_size=64, n_passes=2)
 
 
-@pytest.fixture(autouse=True)
-def first_step_documents(monkeypatch):
-    """Each pass's first step is its first round (by default it joins the first rounds until
-    they hold 4,000 documents, more than these corpora hold); a test may set more."""
-    from stc._learning.learners import online
-
-    monkeypatch.setattr(online, "FIRST_STEP_DOCUMENTS", 1)
-    return lambda documents: monkeypatch.setattr(online, "FIRST_STEP_DOCUMENTS", documents)
-
-
 class Rounds:
-    """The steps' mini-batches of an online fit of dask_rows(X, rows_per_block), for fit_stream.
+    """The rounds' mini-batches of an online fit of dask_rows(X, rows_per_block), for fit_stream.
 
-    Its k-th iteration yields the (X, y) batches of pass k: the learning passes' steps (the
-    first joins the first rounds), then the refit's pass, one batch a round (the fit on the
-    cluster takes it in the order of pass n_passes + 1).
+    Its k-th iteration yields the (X, y) batches of pass k: the learning passes, then the
+    refit's pass (the fit on the cluster takes it in the order of pass n_passes + 1).
     """
 
-    def __init__(self, X, y, rows_per_block, batch_size, n_passes, entropy=0):
+    def __init__(self, X, y, rows_per_block, batch_size, entropy=0):
         self.X, self.y, self.rows_per_block = X, y, rows_per_block
         self.batch_size, self.entropy, self.passes = batch_size, entropy, 0
-        self.n_passes = n_passes
+
+    def __len__(self):
+        return -(-self.X.shape[0] // self.batch_size)
 
     def __iter__(self):
         self.passes += 1
         for rows in round_indices(self.X.shape[0], self.rows_per_block, self.batch_size,
-                                  self.passes, self.entropy,
-                                  steps=self.passes <= self.n_passes):
+                                  self.passes, self.entropy):
             yield self.X[rows], self.y[rows]
 
 
@@ -234,7 +224,7 @@ def test_online_fit_is_fit_stream_over_the_rounds_batches(client, labelled, rows
     spread = MedSTC(**ONLINE).fit(dask_rows(X, rows_per_block), y)
     # D of (4) is the array's rows, as fit in memory takes X's
     local = MedSTC(**ONLINE, total_samples=300).fit_stream(
-        Rounds(X, y, rows_per_block, 64, ONLINE['n_passes']), classes=np.unique(y))
+        Rounds(X, y, rows_per_block, 64), classes=np.unique(y))
     gaps = assert_same_online_fit(spread, local)
     print(f"{rows_per_block} rows a block: largest relative gaps {gaps}")
     # the setting exercises what it should: eta learns, the safeguard rejects, the refit runs
@@ -244,22 +234,17 @@ def test_online_fit_is_fit_stream_over_the_rounds_batches(client, labelled, rows
     np.testing.assert_array_equal(spread.predict(X), local.predict(X))
 
 
-def test_online_fit_with_string_dask_labels_uneven_partitions_and_no_refit(client, labelled,
-                                                                          first_step_documents):
-    """y a dask array of other chunks; a partition of 10 rows gives some rounds no slice; the
-    first step of each pass joins the first rounds until they hold 100 documents."""
-    first_step_documents(100)
+def test_online_fit_with_string_dask_labels_uneven_partitions_and_no_refit(client, labelled):
+    """y a dask array of other chunks; a partition of 10 rows gives some rounds no slice."""
     X, y = labelled
     names = np.array(["graphics", "hockey", "space"])[y]
     params = dict(ONLINE, batch_size=16, refit_C=None, total_samples=300)
     spread = MedSTC(**params).fit(dask_rows(X, 290), da.from_array(names, chunks=70))
     # some rounds have no row of the partition of 10 (rows 290 to 299)
     assert any(np.all(rows < 290) for rows in round_indices(300, 290, 16, 1, entropy=0))
-    local = MedSTC(**params).fit_stream(Rounds(X, names, 290, 16, params['n_passes']),
+    local = MedSTC(**params).fit_stream(Rounds(X, names, 290, 16),
                                         classes=np.unique(names))
     assert_same_online_fit(spread, local)
-    # the first step of each pass joined several rounds
-    assert spread.n_batch_iter_ < 2 * len(round_indices(300, 290, 16, 1, entropy=0))
     assert list(spread.classes_) == ["graphics", "hockey", "space"]
     assert spread.refit_C_ is None and spread.coef_ is spread.joint_coef_
 

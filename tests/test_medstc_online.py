@@ -10,22 +10,12 @@ import stc
 import stc.readers
 from stc import MedSTC
 from stc._learning.dictionary import initial_dictionary
-from stc._learning.learners import online
 from stc._learning.supervised.labelled_online import SVM_CHUNK, stochastic_svm_step
 from stc._learning.supervised.svm import CuttingPlaneSVM, primal_objective
 
 # rho in absolute units: fit measures w_bar on all of X, fit_stream on its first batch
 SMALL = dict(n_topics=4, rho=0.01, rho_units="absolute", random_state=0,
              learning_method="online", batch_size=150)
-
-
-@pytest.fixture(autouse=True)
-def first_step_is_the_first_batch(monkeypatch):
-    """fit_stream joins each pass's first batches until they hold FIRST_STEP_DOCUMENTS
-    documents (4,000, more than these batches hold): here its first step is its first
-    batch, so that it learns as a partial_fit loop; tests/test_online.py's test_fit_stream_joins_its_first_batches
-    tests the joining."""
-    monkeypatch.setattr(online, "FIRST_STEP_DOCUMENTS", 1)
 
 
 @pytest.fixture(scope="module")

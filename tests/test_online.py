@@ -27,7 +27,7 @@ SMALL = dict(n_topics=5, lambda_=0.1, rho=0.01, random_state=0)
 
 @pytest.fixture(autouse=True)
 def first_step_is_the_first_batch(monkeypatch):
-    """fit_stream joins each pass's first batches until they hold FIRST_STEP_DOCUMENTS
+    """fit_stream joins the first pass's first batches until they hold FIRST_STEP_DOCUMENTS
     documents (4,000, more than these batches hold): here its first step is its first
     batch, so that it learns as a partial_fit loop; test_fit_stream_joins_its_first_batches
     tests the joining."""
@@ -305,28 +305,32 @@ def test_topic_averaging_is_the_mean_over_the_last_batches(newsgroups, share, av
 
 @pytest.mark.parametrize("reiterable", [False, True])
 def test_fit_stream_joins_its_first_batches(newsgroups, monkeypatch, reiterable):
-    """Each pass's first batches are joined until they hold FIRST_STEP_DOCUMENTS documents:
-    fit_stream is then a partial_fit loop over the joined batches, and the topic averaging
-    counts steps (known in advance for batches with a len, counted in the first pass for
-    others)."""
+    """The first pass's first batches are joined until they hold FIRST_STEP_DOCUMENTS
+    documents: fit_stream is then a partial_fit loop over those steps, and the topic
+    averaging counts the last pass's steps (known in advance for batches with a len,
+    counted in the first pass for others)."""
     assert online.FIRST_STEP_DOCUMENTS == 1  # this module's fixture; the default is larger
     monkeypatch.setattr(online, "FIRST_STEP_DOCUMENTS", 400)
     train, _ = newsgroups
     batches = [train.data[i:i + 150] for i in range(0, 900, 150)]
     given = _Reiterable(batches) if reiterable else batches
     streamed = STC(**SMALL, n_passes=2, topic_averaging=0.5).fit_stream(given)
-    steps = [sp.vstack(batches[:3], format="csr")] + batches[3:]  # 450 >= 400 documents
+    first_pass = [sp.vstack(batches[:3], format="csr")] + batches[3:]  # 450 >= 400 documents
     looped, after = STC(**SMALL), []
-    for _ in range(2):
-        for batch in steps:
-            after.append(looped.partial_fit(batch).components_.copy())
-    assert streamed.n_batch_iter_ == looped.n_batch_iter_ == 8
-    np.testing.assert_allclose(streamed.components_, np.mean(after[-2:], axis=0),
+    for batch in first_pass + batches:
+        after.append(looped.partial_fit(batch).components_.copy())
+    assert streamed.n_batch_iter_ == looped.n_batch_iter_ == 4 + 6
+    np.testing.assert_allclose(streamed.components_, np.mean(after[-3:], axis=0),
                                rtol=1e-13, atol=1e-17)
     np.testing.assert_array_equal(streamed.online_code_sums_, looped.online_code_sums_)
-    # a stream shorter than that is one step a pass
+    # one pass: the averaging counts its steps (without a len, one pass is not averaged)
+    once = STC(**SMALL, n_passes=1, topic_averaging=0.5).fit_stream(given)
+    np.testing.assert_allclose(once.components_,
+                               after[3] if reiterable else np.mean(after[2:4], axis=0),
+                               rtol=1e-13, atol=1e-17)
+    # a stream shorter than that is one step in the first pass
     short = STC(**SMALL, n_passes=2, topic_averaging=0.0).fit_stream(batches[:2])
-    assert short.n_batch_iter_ == 2
+    assert short.n_batch_iter_ == 1 + 2
 
 
 class _Reiterable:

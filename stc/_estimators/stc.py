@@ -410,8 +410,8 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         be iterable again (not a one-shot generator) when ``n_passes > 1``.
         Each batch goes to ``partial_fit``'s step, in the order given (no
         shuffling: shuffle the stream beforehand if it is sorted, e.g. by
-        class), except that each pass's first batches are joined into one step
-        until they hold 4,000 documents (the topics start from them, and w_bar
+        class), except that STC joins the first pass's first batches into one
+        step until they hold 4,000 documents (the topics start from them, and w_bar
         is theirs); a batch without a word is skipped. Starts afresh, like ``fit``.
         ``y`` is ignored; ``classes`` is `MedSTC`'s.
         """

@@ -257,8 +257,8 @@ class DaskOnlineTraining:
     The partitions stay on their workers. Each pass visits every partition's
     rows in an order drawn from ``random_state`` (`partition_order`); round
     r of ceil(D / batch_size) rounds takes rows `round_rows` of every
-    partition. A pass's steps are its rounds, but the first, which joins
-    the first rounds until they hold
+    partition. A pass's steps are its rounds, but the first pass's first,
+    which joins the first rounds until they hold
     `stc._learning.learners.online.FIRST_STEP_DOCUMENTS` documents, as
     ``fit_stream`` joins its first batches (`step_rounds`); a step's
     mini-batch is the concatenation of the partitions' slices of its rounds,
@@ -319,8 +319,7 @@ class DaskOnlineTraining:
         self.count_scale = sum(total for _, _, total in sizes) / n_entries
         self.problem = problem_for(self.count_scale)
         self.n_rounds = max(1, -(-self.n_docs // batch_size))
-        self.first_rounds = self._first_rounds()
-        self.n_steps = self.n_rounds - self.first_rounds + 1  # steps per pass
+        self.first_rounds = self._first_rounds() if steps.joins_first_batches else 1
         self.entropy = online_entropy(random_state)
         self.rng = check_random_state(random_state)
         # the topics, statistics and batches so far, as in memory; term_counts: the
@@ -338,19 +337,25 @@ class DaskOnlineTraining:
         return [(self.entropy, pass_number, i, self.n_rounds, first_round, stop_round)
                 for i in range(len(self.parts))]
 
-    def step_rounds(self, step):
-        """(first, stop) of the rounds a pass's ``step``-th step learns from.
+    def step_rounds(self, step, pass_number):
+        """(first, stop) of the rounds the ``step``-th step of a pass learns from.
 
-        The first step joins the first rounds until they hold
+        The first pass's first step joins the first rounds until they hold
         `stc._learning.learners.online.FIRST_STEP_DOCUMENTS` documents, as
-        ``fit_stream`` joins its first batches; each other step is one round.
+        ``fit_stream`` joins its first batches; every other step is one round.
         """
+        if pass_number > 1:
+            return step, step + 1
         if step == 0:
             return 0, self.first_rounds
         return self.first_rounds + step - 1, self.first_rounds + step
 
+    def n_steps(self, pass_number):
+        """The steps of a pass (the first pass's first ones joined: `step_rounds`)."""
+        return self.n_rounds - (self.first_rounds - 1 if pass_number == 1 else 0)
+
     def _first_rounds(self):
-        """The rounds joined in a pass's first step (see `step_rounds`)."""
+        """The rounds joined in the first pass's first step (see `step_rounds`)."""
         rounds = 1
         while (rounds < self.n_rounds and sum(round_rows(size, self.n_rounds, rounds - 1)[1]
                                               for size in self.sizes)
@@ -446,20 +451,22 @@ class DaskOnlineTraining:
 
     def run(self, options):
         """The passes over the steps (`stc._learning.learners.online.run_passes`); the `LearnedTopics`."""
-        self.selected = self.parts.run_each(_online_select, self.selection(1, *self.step_rounds(0)))
-        fitted = run_passes(lambda pass_number: range(self.n_steps),
+        self.selected = self.parts.run_each(_online_select,
+                                            self.selection(1, *self.step_rounds(0, 1)))
+        fitted = run_passes(lambda pass_number: range(self.n_steps(pass_number)),
                             lambda step, pass_number: self._learn_step(
                                 step, pass_number, options.n_passes),
-                            self.state, self.n_steps, options)
+                            self.state, self.n_rounds, options,
+                            first_pass_fewer=self.first_rounds - 1)
         fitted.count_scale = self.count_scale
         return fitted
 
     def _learn_step(self, step, pass_number, n_passes):
         """Step ``step`` of a pass; its `BatchOutcome` (None: no word in it, skipped)."""
-        if step + 1 < self.n_steps:
-            following = self.selection(pass_number, *self.step_rounds(step + 1))
+        if step + 1 < self.n_steps(pass_number):
+            following = self.selection(pass_number, *self.step_rounds(step + 1, pass_number))
         elif pass_number < n_passes:
-            following = self.selection(pass_number + 1, *self.step_rounds(0))
+            following = self.selection(pass_number + 1, *self.step_rounds(0, pass_number + 1))
         else:
             following = [None] * len(self.parts)
         if sum(np.size(s[1]) for s in self.selected) == 0:  # a step without a word

@@ -2,8 +2,8 @@
 
 `learn` (``STC.fit`` with ``learning_method="online"``) makes ``n_passes``
 passes over the documents in shuffled mini-batches, `learn_stream`
-(``STC.fit_stream``) over an iterable of batches as given (each pass's first
-ones joined into one step: `join_first_batches`), and
+(``STC.fit_stream``) over an iterable of batches as given (the first pass's
+first ones joined into one step: `join_first_batches`), and
 `learn_batch` (``STC.partial_fit``, and every batch of the others) learns
 from one batch by the `LearningSteps`' batch step, by default STC's
 (`stc_batch_step`: `stc._learning.stochastic_dictionary.learn_from_batch`, the batch
@@ -139,11 +139,12 @@ def rows_of(X, rows):
     return batch
 
 
-# fit_stream's first step in each pass learns from its first batches joined, until they
-# hold this many documents (online learning on a dask array mirrors it, round by round):
-# the first steps weigh most, and from a few hundred documents they fixed topics that the
-# later batches did not undo (benchmarks/results_online_diagnosis.md, "fit_stream's
-# first step"). With batch_size="auto" the batches hold at most 4,096 documents.
+# fit_stream's first step learns from its first batches joined, until they hold this many
+# documents (online learning on a dask array mirrors it with its first rounds): the first
+# steps weigh most, and from a few hundred documents they fixed topics that the later
+# batches did not undo (benchmarks/results_online_diagnosis.md, "fit_stream's first
+# step"). Only the first pass joins: later ones keep every step, so that a small corpus
+# still takes several steps a pass. With batch_size="auto" a batch holds at most 4,096.
 FIRST_STEP_DOCUMENTS = 4000
 
 
@@ -155,15 +156,15 @@ def learn_stream(problem_of, make_batches, options, steps=None, *, n_batches=Non
     units it is known only once the first step is read (``first_words``, if
     given, is called with the counts of the first step with a word, before it
     is learned from). ``n_batches``, the batches per pass (for the topic
-    averaging), may be None: it is then counted in the first pass. Each
-    pass's first batches are joined into one step (`join_first_batches`);
+    averaging), may be None: it is then counted in the first pass. The first
+    pass's first batches are joined into one step (`join_first_batches`,
+    unless ``steps.joins_first_batches`` is False: MedSTC's);
     every step is learned from by ``steps``' batch step (`learn_batch`;
     MedSTC's batches are (X, labels) pairs). Returns the `LearnedTopics`.
     """
-    first_pass = join_first_batches(make_batches())
-    joined = first_pass.send(None)  # read ahead now: the steps per pass are then known
-    if n_batches is not None:
-        n_batches -= max(joined - 1, 0)
+    joins = steps is None or steps.joins_first_batches
+    first_pass = join_first_batches(make_batches(), FIRST_STEP_DOCUMENTS if joins else 0)
+    joined = first_pass.send(None)  # read ahead now: the first pass's steps are then known
 
     def with_first_words(batches):
         nonlocal first_words
@@ -174,14 +175,11 @@ def learn_stream(problem_of, make_batches, options, steps=None, *, n_batches=Non
             yield batch
 
     def batches(pass_number):
-        if pass_number == 1:
-            return with_first_words(first_pass)
-        again = join_first_batches(make_batches())
-        again.send(None)
-        return again
+        return with_first_words(first_pass) if pass_number == 1 else make_batches()
 
     return _passes(problem_of, batches, n_batches, OnlineState() if state is None else state,
-                   options, check_random_state(options.random_state), steps)
+                   options, check_random_state(options.random_state), steps,
+                   first_pass_fewer=max(joined - 1, 0))
 
 
 def counts_of(batch):
@@ -189,9 +187,9 @@ def counts_of(batch):
     return batch[0] if isinstance(batch, tuple) else batch
 
 
-def join_first_batches(batches):
-    """A generator of ``batches`` with the first ones joined until they hold
-    `FIRST_STEP_DOCUMENTS` documents (or the batches end); the others as they come.
+def join_first_batches(batches, documents):
+    """A generator of ``batches`` with the first ones joined until they hold ``documents``
+    documents (or the batches end); the others as they come.
 
     Primed with ``send(None)``, it reads the first batches ahead and returns
     how many it joined (0 for no batch).
@@ -201,7 +199,7 @@ def join_first_batches(batches):
     for batch in batches:
         ahead.append(batch)
         n_docs += counts_of(batch).shape[0]
-        if n_docs >= FIRST_STEP_DOCUMENTS:
+        if n_docs >= documents:
             break
     yield len(ahead)
     if len(ahead) == 1:
@@ -217,25 +215,27 @@ def join_first_batches(batches):
     yield from batches
 
 
-def _passes(problem_of, make_batches, n_batches, state, options, rng, steps):
-    """The passes of `learn` and `learn_stream` over ``make_batches()``."""
+def _passes(problem_of, make_batches, n_batches, state, options, rng, steps,
+            first_pass_fewer=0):
+    """The passes of `learn` and `learn_stream` over ``make_batches(pass_number)``."""
     def learn_from(batch, pass_number):
         if counts_of(batch).nnz == 0:
             return None  # no word to learn from: a step would only shrink the statistics
         return learn_batch(problem_of(), batch, options, steps, state=state, rng=rng,
                            pass_number=pass_number)
 
-    return run_passes(make_batches, learn_from, state, n_batches, options)
+    return run_passes(make_batches, learn_from, state, n_batches, options, first_pass_fewer)
 
 
-def run_passes(make_batches, learn_from, state, n_batches, options):
+def run_passes(make_batches, learn_from, state, n_batches, options, first_pass_fewer=0):
     """``options.n_passes`` passes of ``learn_from`` over the batches; returns the `LearnedTopics`.
 
     ``make_batches(pass_number)`` yields a pass's batches (any objects);
     ``learn_from(batch, pass_number)`` learns from one, updating the
     `OnlineState` ``state``, and returns its `BatchOutcome` (None: the batch
     had no document and is skipped). ``n_batches``, the batches per pass, may
-    be None: it is then counted in the first pass. With
+    be None: it is then counted in the first pass; the first pass has
+    ``first_pass_fewer`` fewer (its first ones joined into one step). With
     ``options.topic_averaging`` the topics end as the mean of those after
     each of the last batches of the last pass (`TopicAverage`). A Ctrl-C
     ends the passes after the current batch.
@@ -247,7 +247,9 @@ def run_passes(make_batches, learn_from, state, n_batches, options):
     with StopRequest() as stop:
         for pass_number in range(1, options.n_passes + 1):
             total = 0.0
-            first_averaged = (averaging_start(n_batches, options.topic_averaging)
+            in_pass = (None if n_batches is None
+                       else n_batches - (first_pass_fewer if pass_number == 1 else 0))
+            first_averaged = (averaging_start(in_pass, options.topic_averaging)
                               if pass_number == options.n_passes else None)
             for batch_number, batch in enumerate(make_batches(pass_number), start=1):
                 outcome = learn_from(batch, pass_number)
@@ -265,7 +267,7 @@ def run_passes(make_batches, learn_from, state, n_batches, options):
                 raise ValueError("batches yielded no word to learn from: every document "
                                  "of every batch is empty")
             if n_batches is None:  # a stream: its length is known after one pass
-                n_batches = batch_number
+                n_batches = batch_number + first_pass_fewer
             pass_objectives.append(total)
             if progress is not None:
                 progress.end_pass(pass_number, batch_number, total)

@@ -440,6 +440,8 @@ class LabelledDaskOnlineSteps(LearningSteps):
     `learn_labelled_batch` updates it, round by round.
     """
 
+    joins_first_batches = False  # the classifier steps learn each batch as given
+
     def __init__(self, model, classes, y_index, problem=None):
         self.classes = classes
         self.y_index = np.asarray(y_index, dtype=np.intp)

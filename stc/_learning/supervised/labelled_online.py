@@ -394,6 +394,8 @@ class LabelledStreamSteps(LearningSteps):
     topics (`finish`), or, for a one-shot iterator, in the last pass.
     """
 
+    joins_first_batches = False  # the classifier steps learn each batch as given
+
     stream_items = "(X_batch, y_batch) pairs"
 
     def __init__(self, classes, supervision, batches):

@@ -214,9 +214,9 @@ def _online_responsibilities_at(partition, shared, loss, n_jobs):
 def merge_round_sums(left, right):
     """The `RoundSums` of two neighbouring groups of slices (``left`` first), over both's terms.
 
-    Runs on a worker. The sums are added into zeros, ``left`` first: with
-    two partitions this is the order in which the client added them before
-    the sums were merged on the workers.
+    Runs on a worker. The sums are added into zeros, ``left`` first: up to
+    three partitions, the tree of `DaskOnlineTraining.trip` adds them in
+    partition order.
     """
     terms = np.union1d(left.terms, right.terms)
 

@@ -3,7 +3,8 @@
 The passes are those of `stc._learning.learners.online` (`run_passes`); a pass's
 batches are rounds of `DaskOnlineTraining`, described at its class: every
 round takes a slice of each partition, the workers code their slices and add
-up their sums, and the client takes the stochastic dictionary step of `stc._learning.stochastic_dictionary`.
+up their sums, and the client takes the stochastic dictionary step of
+`stc._learning.stochastic_dictionary`.
 w_bar is the whole array's, as for `stc._learning.learners.dask_batch`, so the coding
 problem comes as a `stc._learning.learners.partitions.DeferredProblem`. Online MedSTC
 runs the same rounds with its labels (its `stc._learning.learners.LearningSteps`:
@@ -364,7 +365,8 @@ class DaskOnlineTraining:
         return rounds
 
     def _initial_topics(self, selected, counts):
-        """The first round's start, as `stc._learning.learners.online.online_start` makes it in memory."""
+        """The first step's start, as `stc._learning.learners.online.online_start` makes it
+        in memory."""
         if not counts.sum() > 0:
             raise ValueError("the first mini-batch has no non-zero entry: every document is "
                              "empty, so there is nothing to learn topics from")
@@ -450,7 +452,8 @@ class DaskOnlineTraining:
         return total
 
     def run(self, options):
-        """The passes over the steps (`stc._learning.learners.online.run_passes`); the `LearnedTopics`."""
+        """The passes over the steps (`stc._learning.learners.online.run_passes`); the
+        `LearnedTopics`."""
         self.selected = self.parts.run_each(_online_select,
                                             self.selection(1, *self.step_rounds(0, 1)))
         fitted = run_passes(lambda pass_number: range(self.n_steps(pass_number)),

@@ -303,6 +303,25 @@ def test_topic_averaging_is_the_mean_over_the_last_batches(newsgroups, share, av
     np.testing.assert_array_equal(generated.components_, streamed.components_)
 
 
+def test_first_step_grows_with_the_square_of_the_topics(newsgroups, monkeypatch):
+    """The first step holds 4,000 documents up to 50 topics, (K / 50) ** 2 times that above,
+    at most 16,000; fit_stream joins its first batches until they hold that many for its K."""
+    monkeypatch.undo()  # this module's fixture: the defaults
+    assert [online.first_step_documents(k) for k in (1, 20, 50, 75, 100, 101, 1000)] == [
+        4000, 4000, 4000, 9000, 16000, 16000, 16000]
+    monkeypatch.setattr(online, "FIRST_STEP_DOCUMENTS", 100)
+    monkeypatch.setattr(online, "FIRST_STEP_FROM_TOPICS", 2)
+    train, _ = newsgroups
+    batches = [train.data[i:i + 150] for i in range(0, 1200, 150)]
+    params = dict(SMALL, n_topics=5, n_passes=1, topic_averaging=0.0)  # 100 x (5 / 2) ** 2 = 625
+    streamed = STC(**params).fit_stream(batches)
+    looped = STC(**params)
+    for batch in [sp.vstack(batches[:5], format="csr")] + batches[5:]:  # 750 >= 625
+        looped.partial_fit(batch)
+    assert streamed.n_batch_iter_ == looped.n_batch_iter_ == 4
+    np.testing.assert_array_equal(streamed.components_, looped.components_)
+
+
 @pytest.mark.parametrize("reiterable", [False, True])
 def test_fit_stream_joins_its_first_batches(newsgroups, monkeypatch, reiterable):
     """The first pass's first batches are joined until they hold FIRST_STEP_DOCUMENTS

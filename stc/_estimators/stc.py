@@ -411,8 +411,9 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Each batch goes to ``partial_fit``'s step, in the order given (no
         shuffling: shuffle the stream beforehand if it is sorted, e.g. by
         class), except that STC joins the first pass's first batches into one
-        step until they hold 4,000 documents (the topics start from them, and w_bar
-        is theirs); a batch without a word is skipped. Starts afresh, like ``fit``.
+        step until they hold 4,000 documents (up to 50 topics; (K / 50) ** 2 times
+        as many above, at most 16,000; the topics start from them, and w_bar is
+        theirs); a batch without a word is skipped. Starts afresh, like ``fit``.
         ``y`` is ignored; ``classes`` is `MedSTC`'s.
         """
         start = time.perf_counter()

@@ -260,7 +260,7 @@ class DaskOnlineTraining:
     r of ceil(D / batch_size) rounds takes rows `round_rows` of every
     partition. A pass's steps are its rounds, but the first pass's first,
     which joins the first rounds until they hold
-    `stc._learning.learners.online.FIRST_STEP_DOCUMENTS` documents, as
+    `stc._learning.learners.online.first_step_documents` documents, as
     ``fit_stream`` joins its first batches (`step_rounds`); a step's
     mini-batch is the concatenation of the partitions' slices of its rounds,
     in partition order. Per step (the code calls it a round):
@@ -342,7 +342,7 @@ class DaskOnlineTraining:
         """(first, stop) of the rounds the ``step``-th step of a pass learns from.
 
         The first pass's first step joins the first rounds until they hold
-        `stc._learning.learners.online.FIRST_STEP_DOCUMENTS` documents, as
+        `stc._learning.learners.online.first_step_documents` documents, as
         ``fit_stream`` joins its first batches; every other step is one round.
         """
         if pass_number > 1:
@@ -360,7 +360,7 @@ class DaskOnlineTraining:
         rounds = 1
         while (rounds < self.n_rounds and sum(round_rows(size, self.n_rounds, rounds - 1)[1]
                                               for size in self.sizes)
-               < online.FIRST_STEP_DOCUMENTS):
+               < online.first_step_documents(self.n_topics)):
             rounds += 1
         return rounds
 

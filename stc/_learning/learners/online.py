@@ -139,13 +139,25 @@ def rows_of(X, rows):
     return batch
 
 
-# fit_stream's first step learns from its first batches joined, until they hold this many
-# documents (online learning on a dask array mirrors it with its first rounds): the first
-# steps weigh most, and from a few hundred documents they fixed topics that the later
-# batches did not undo (benchmarks/results_online_diagnosis.md, "fit_stream's first
-# step"). Only the first pass joins: later ones keep every step, so that a small corpus
-# still takes several steps a pass. With batch_size="auto" a batch holds at most 4,096.
+# fit_stream's first step learns from its first batches joined, until they hold
+# `first_step_documents` (online learning on a dask array mirrors it with its first
+# rounds): the first steps weigh most, and from a few hundred documents they fixed topics
+# that the later batches did not undo. Chosen on validation corpora
+# (benchmarks/results_online_diagnosis.md, "fit_stream's first step"): 4,000 documents
+# served K = 20 and 50 best (8,000 did worse at K = 50), 16,000 K = 100 (4,000 and 8,000
+# did worse); between them the size grows with K squared, and it stops at the largest
+# size measured. Only the first pass joins: later ones keep every step, so that a small
+# corpus still takes several steps a pass.
 FIRST_STEP_DOCUMENTS = 4000
+FIRST_STEP_FROM_TOPICS = 50
+FIRST_STEP_MAX_DOCUMENTS = 16000
+
+
+def first_step_documents(n_topics):
+    """The documents ``fit_stream``'s first step holds at least, for ``n_topics`` topics:
+    4,000 up to 50 topics, times (K / 50) ** 2 above, at most 16,000 (from K = 100)."""
+    growth = max(1.0, n_topics / FIRST_STEP_FROM_TOPICS) ** 2
+    return int(min(FIRST_STEP_DOCUMENTS * growth, FIRST_STEP_MAX_DOCUMENTS))
 
 
 def learn_stream(problem_of, make_batches, options, steps=None, *, n_batches=None,
@@ -163,7 +175,8 @@ def learn_stream(problem_of, make_batches, options, steps=None, *, n_batches=Non
     MedSTC's batches are (X, labels) pairs). Returns the `LearnedTopics`.
     """
     joins = steps is None or steps.joins_first_batches
-    first_pass = join_first_batches(make_batches(), FIRST_STEP_DOCUMENTS if joins else 0)
+    first_pass = join_first_batches(make_batches(),
+                                    first_step_documents(options.n_topics) if joins else 0)
     joined = first_pass.send(None)  # read ahead now: the first pass's steps are then known
 
     def with_first_words(batches):

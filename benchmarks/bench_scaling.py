@@ -439,11 +439,25 @@ def main(argv=None):
         *machine_section("threads: per row", start_uptime, last_run=True),
         *report(fingerprint), "",
     ])
+    previous = published_medstc_section(args.output)
     publish(text, args.output)
-    if cached_records(True):  # keep the labelled points' section
+    if cached_records(True):  # the labelled points' section, from their cached points
         write_medstc_section(medstc_section(command, start_uptime, args.features,
                                             args.classes), args.output)
+    elif previous:  # no cached points here: keep the section as it was published
+        write_medstc_section(previous, args.output)
     return 0
+
+
+def published_medstc_section(output):
+    """The labelled points' section of the results file as it stands (None if absent)."""
+    if not os.path.exists(output):
+        return None
+    with open(output, encoding="utf-8") as handle:
+        text = handle.read()
+    if MEDSTC_BEGIN not in text or MEDSTC_END not in text:
+        return None
+    return MEDSTC_BEGIN + text.split(MEDSTC_BEGIN, 1)[1].split(MEDSTC_END, 1)[0] + MEDSTC_END
 
 
 if __name__ == "__main__":

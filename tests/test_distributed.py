@@ -84,15 +84,15 @@ def first_step_of_300_documents(monkeypatch):
     monkeypatch.setattr(online, "FIRST_STEP_DOCUMENTS", 300)
 
 
-def round_indices(n_docs, rows_per_block, batch_size, pass_number, entropy, *, steps=False):
+def round_indices(n_docs, rows_per_block, batch_size, pass_number, entropy, *, first_step=0):
     """The rows of each round of one pass of an online fit of dask_rows(X, rows_per_block).
 
     One array of row indices of X per round, in the order the round's mini-batch holds
     them: every partition's slice (`round_rows` of its `partition_order`), in partition order.
-    With ``steps`` (the first pass's), per step instead: the first joins the first rounds
-    until they hold FIRST_STEP_DOCUMENTS documents, each partition's rows of them in turn.
+    With ``first_step`` documents (the first pass's, `online.first_step_documents`), per
+    step instead: the first joins the first rounds until they hold that many, each
+    partition's rows of them in turn.
     """
-    from stc._learning.learners import online
     from stc._learning.learners.dask_online import partition_order, round_rows
 
     starts = range(0, n_docs, rows_per_block)
@@ -101,8 +101,8 @@ def round_indices(n_docs, rows_per_block, batch_size, pass_number, entropy, *, s
               for i, start in enumerate(starts)]
     n_rounds = -(-n_docs // batch_size)
     joined = 1
-    while steps and (joined < n_rounds and sum(round_rows(o.size, n_rounds, joined - 1)[1]
-                                               for o in orders) < online.FIRST_STEP_DOCUMENTS):
+    while joined < n_rounds and sum(round_rows(o.size, n_rounds, joined - 1)[1]
+                                    for o in orders) < first_step:
         joined += 1
     bounds = [(0, joined)] + [(r, r + 1) for r in range(joined, n_rounds)]
     return [np.concatenate([order[round_rows(order.size, n_rounds, first)[0]:
@@ -116,9 +116,9 @@ class Schedule:
     fit_stream: its k-th iteration yields those of pass k (the first pass's first step
     joins the first rounds, so fit_stream joins no more)."""
 
-    def __init__(self, X, rows_per_block, batch_size, entropy=0):
+    def __init__(self, X, rows_per_block, batch_size, n_topics, entropy=0):
         self.X, self.rows_per_block, self.batch_size = X, rows_per_block, batch_size
-        self.entropy, self.passes = entropy, 0
+        self.n_topics, self.entropy, self.passes = n_topics, entropy, 0
 
     def __len__(self):
         """Batches a pass after the first (the rounds): what fit_stream counts for the topic
@@ -126,9 +126,12 @@ class Schedule:
         return -(-self.X.shape[0] // self.batch_size)
 
     def __iter__(self):
+        from stc._learning.learners import online
+
         self.passes += 1
+        first_step = online.first_step_documents(self.n_topics) if self.passes == 1 else 0
         for rows in round_indices(self.X.shape[0], self.rows_per_block, self.batch_size,
-                                  self.passes, self.entropy, steps=self.passes == 1):
+                                  self.passes, self.entropy, first_step=first_step):
             yield self.X[rows]
 
 
@@ -143,7 +146,7 @@ def test_online_fit_is_fit_stream_over_the_partitions_batches(client, newsgroups
     params = dict(n_topics=4, random_state=0, learning_method="online", batch_size=128,
                   dictionary_max_iter=2, topic_averaging=0.5, init=init, n_passes=2, **PAPER)
     spread = STC(**params).fit(dask_rows(X, rows_per_block))
-    local = STC(**params).fit_stream(Schedule(X, rows_per_block, 128))
+    local = STC(**params).fit_stream(Schedule(X, rows_per_block, 128, params["n_topics"]))
     # 5 rounds a pass, the first pass's first three (384 documents) joined into one step
     assert spread.n_batch_iter_ == local.n_batch_iter_ == 8 and spread.n_iter_ == 2
     np.testing.assert_allclose(spread.components_, local.components_, rtol=1e-9, atol=1e-15)
@@ -197,7 +200,7 @@ def test_online_fit_with_uneven_partitions_and_empty_rounds(client, newsgroups, 
     X = newsgroups[0].data[:9]
     spread = STC(n_topics=2, random_state=1, learning_method="online", batch_size=1,
                  n_passes=1, topic_averaging=0.0, **PAPER).fit(dask_rows(X, 3))
-    batches = [b for b in Schedule(X, 3, 1, entropy=1) if b.shape[0]]
+    batches = [b for b in Schedule(X, 3, 1, 2, entropy=1) if b.shape[0]]
     local = STC(n_topics=2, random_state=1, n_passes=1, topic_averaging=0.0,
                 **PAPER).fit_stream(batches)
     assert spread.n_batch_iter_ == len(batches) == 3  # rounds 3, 6 and 9 of 9
@@ -224,7 +227,7 @@ def test_online_fit_with_workers_in_their_own_processes(newsgroups):
         with distributed.Client(cluster) as processes, processes.as_current():
             spread = STC(**params).fit(dask_rows(X, 150))
         cluster.close()
-    local = STC(**params).fit_stream(Schedule(X, 150, 100))
+    local = STC(**params).fit_stream(Schedule(X, 150, 100, params["n_topics"]))
     np.testing.assert_allclose(spread.components_, local.components_, rtol=1e-9, atol=1e-15)
 
 
@@ -254,7 +257,7 @@ def test_the_defaults_on_the_cluster(client, newsgroups):
     spread = STC(**online, n_passes=2).fit(dask_rows(X, 250))
     assert spread.count_scale_ == pytest.approx(w_bar, rel=1e-14)
     local = STC(**online, n_passes=2, rho=spread.effective_rho_, rho_units="absolute").fit_stream(
-        Schedule(X, 250, 128))
+        Schedule(X, 250, 128, 4))
     assert local.theta_penalty == spread.theta_penalty == "l1"
     np.testing.assert_allclose(spread.components_, local.components_, rtol=1e-9, atol=1e-15)
     np.testing.assert_allclose(spread.objective_, local.objective_, rtol=1e-12)

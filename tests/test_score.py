@@ -90,6 +90,21 @@ def test_term_counts_are_the_training_column_sums(newsgroups):
 
 
 @brief_fit
+def test_term_counts_count_each_document_once_whatever_the_passes(newsgroups):
+    """Online learning's later passes read the same documents again; counted, they would
+    make score's background depend on n_passes (its add-one smoothing shrinks with them)."""
+    train, _ = newsgroups
+    X, y = train.data[::5][:200], train.target[::5][:200]
+    column_sums = np.asarray(X.sum(axis=0)).ravel()
+    params = dict(n_topics=3, learning_method="online", batch_size=64, n_passes=3,
+                  random_state=0)
+    np.testing.assert_allclose(STC(**params).fit(X).term_counts_, column_sums)
+    np.testing.assert_allclose(STC(**params).fit_stream([X[:100], X[100:]]).term_counts_,
+                               column_sums)
+    np.testing.assert_allclose(MedSTC(**params).fit(X, y).term_counts_, column_sums)
+
+
+@brief_fit
 def test_score_of_a_non_count_loss_is_minus_the_held_out_loss(newsgroups):
     train, test = newsgroups
     model = STC(n_topics=3, loss="gaussian", max_iter=3, random_state=0).fit(train.data[::8])

@@ -111,7 +111,9 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     interrupted_, fit_time_ : bool, float
         Whether Ctrl-C stopped the fit (the model keeps what it learned); its seconds.
     term_counts_ : ndarray of shape (n_features,)
-        Tokens of each term learned from; `score` smooths with these frequencies.
+        Tokens of each term in the training documents, each document counted
+        once however many passes online learning makes (``partial_fit`` adds
+        every batch it is given); `score` smooths with these frequencies.
     n_features_in_ : int
         Number of terms (columns of ``X``) seen in ``fit``.
     count_scale_, effective_rho_ : float

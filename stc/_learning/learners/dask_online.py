@@ -392,13 +392,17 @@ class DaskOnlineTraining:
                                                                  self.n_features)))
         return sp.vstack(blocks, format="csr")
 
-    def _round(self, selected, following):
-        """Code one round's slices and take the dictionary step; returns (outcome, next)."""
+    def _round(self, selected, following, pass_number):
+        """Code one round's slices and take the dictionary step; returns (outcome, next).
+
+        The round's tokens are counted in the first pass only (`start_batch`).
+        """
         counts = np.zeros(self.n_features)
         for _, terms, term_counts, _ in selected:
             counts[terms] += term_counts
         state = self.state
-        state.term_counts += counts
+        if pass_number == 1:
+            state.term_counts += counts
         if state.components is None:
             state.components = self._initial_topics(selected, counts)
         introduce_terms_by_count(state.components, counts)
@@ -477,5 +481,5 @@ class DaskOnlineTraining:
                 self.parts.submit(i, _online_select, *sel)
                 for i, sel in enumerate(following) if sel is not None])
             return None
-        outcome, self.selected = self._round(self.selected, following)
+        outcome, self.selected = self._round(self.selected, following, pass_number)
         return outcome

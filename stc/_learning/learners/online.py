@@ -54,35 +54,39 @@ def learn_batch(problem, batch, options, steps=None, *, state, rng, pass_number=
     """
     step = None if steps is None else steps.batch_step()
     if step is None:
-        return stc_batch_step(problem, batch, state, options, rng)
+        return stc_batch_step(problem, batch, state, options, rng, pass_number)
     return step(problem, batch, state, options, rng, pass_number)
 
 
-def stc_batch_step(problem, X, state, options, rng):
+def stc_batch_step(problem, X, state, options, rng, pass_number=1):
     """STC's step of the CSR batch ``X``: coded, then the stochastic dictionary step.
 
     ``state``'s arrays are updated in place from the second batch on (a
     loaded model's arrays are copied once if they are not writable
     C-contiguous float64). Returns the `BatchOutcome`.
     """
-    statistics, rho = start_batch(X, state, options, rng)
+    statistics, rho = start_batch(X, state, options, rng, count_terms=pass_number == 1)
     state.components, state.statistics, outcome = learn_from_batch(
         problem, X, state.components, statistics, rho, max_steps=options.dictionary_max_iter,
         n_jobs=options.n_jobs)
     return outcome
 
 
-def start_batch(X, state, options, rng):
+def start_batch(X, state, options, rng, count_terms=True):
     """What every batch's step does first: topics ready for ``X``'s terms, the batch counted.
 
-    Returns the running statistics (writable, or None before the first step)
-    and the batch's weight rho_t.
+    ``count_terms``: add the batch's tokens to ``state.term_counts`` (the
+    passes after the first see the same documents again: they are not
+    counted, so that `STC.score`'s background is the corpus's frequencies
+    whatever the number of passes). Returns the running statistics
+    (writable, or None before the first step) and the batch's weight rho_t.
     """
     if state.components is None:
         state.components = online_start(X, options, rng)
     state.components = introduce_new_terms(writable(state.components), X)
-    state.term_counts = state.term_counts + np.bincount(X.indices, weights=X.data,
-                                                        minlength=X.shape[1])
+    if count_terms:
+        state.term_counts = state.term_counts + np.bincount(X.indices, weights=X.data,
+                                                            minlength=X.shape[1])
     statistics = state.statistics
     if statistics is not None:
         statistics = OnlineStatistics(writable(statistics.responsibilities),

@@ -267,7 +267,7 @@ def learn_labelled_batch(problem, batch, state, supervision, options, rng, *, re
     X, y_index = batch
     if later_pass and supervision.total_samples is None:
         supervision.total_samples = supervision.n_docs_seen  # the documents of one pass
-    statistics, rho = start_batch(X, state, options, rng)
+    statistics, rho = start_batch(X, state, options, rng, count_terms=not later_pass)
     supervision.n_docs_seen += X.shape[0]
     # the refit's codes of this batch are step 1's: coded as transform codes
     coded = code_labelled_batch(problem, X, y_index, state.components, supervision,

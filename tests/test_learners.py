@@ -51,7 +51,10 @@ def test_online_learners_are_the_online_fits(corpus):
     assert_same_fit(learned, model)
     np.testing.assert_array_equal(learned.online.statistics.responsibilities,
                                   model.online_responsibilities_)
-    assert learned.online.n_batch_iter == model.n_batch_iter_ == 8
+    # 4 batches a pass, the first pass's joined into one step (300 documents: fewer than
+    # online.first_step_documents(4))
+    assert online.first_batches_joined(80, 4, 4) == 4
+    assert learned.online.n_batch_iter == model.n_batch_iter_ == 1 + 4
 
     batches = [corpus[i:i + 100] for i in range(0, corpus.shape[0], 100)]
     streamed = STC(**params).fit_stream(batches)

@@ -247,7 +247,11 @@ def test_online_topics_on_the_simplex_and_attributes(batch_and_online, newsgroup
     assert_on_simplex(online.components_)
     n_docs = newsgroups[0].data.shape[0]
     assert online.n_iter_ == 3 and online.objective_.shape == (3,)
-    assert online.n_batch_iter_ == 3 * -(-n_docs // 128)
+    # the module's fixture is fitted before this module's first_step_is_the_first_batch:
+    # the first pass's first batches hold the default 4,000 documents (here all of them)
+    n_batches = -(-n_docs // 128)
+    joined = min(-(-4000 // 128), n_batches)
+    assert online.n_batch_iter_ == 3 * n_batches - (joined - 1)
     assert online.online_responsibilities_.shape == online.components_.shape
 
 
@@ -320,6 +324,26 @@ def test_first_step_grows_with_the_square_of_the_topics(newsgroups, monkeypatch)
         looped.partial_fit(batch)
     assert streamed.n_batch_iter_ == looped.n_batch_iter_ == 4
     np.testing.assert_array_equal(streamed.components_, looped.components_)
+
+
+def test_fit_in_memory_joins_its_first_batches(newsgroups, monkeypatch):
+    """An in-memory fit's first pass starts with one step of its first shuffled batches
+    joined, as fit_stream's does; the later passes keep every batch."""
+    monkeypatch.setattr(online, "FIRST_STEP_DOCUMENTS", 400)
+    sizes, step = [], online.stc_batch_step
+
+    def recorded(problem, X, *args):
+        sizes.append(X.shape[0])
+        return step(problem, X, *args)
+
+    monkeypatch.setattr(online, "stc_batch_step", recorded)
+    model = STC(**SMALL, learning_method="online", batch_size=150, n_passes=2).fit(
+        newsgroups[0].data[:1000])
+    # 7 batches a pass, the last of 100 documents; the first three (450 >= 400) joined
+    assert sizes == [450, 150, 150, 150, 100] + [150] * 6 + [100]
+    assert model.n_batch_iter_ == 5 + 7
+    assert online.batch_bounds(1000, 150, 3)[:2] == [(0, 450), (450, 600)]
+    assert online.batch_bounds(1000, 150, 7) == [(0, 1000)]
 
 
 @pytest.mark.parametrize("reiterable", [False, True])

@@ -91,6 +91,7 @@ class STC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         The whole corpus per iteration, or mini-batches in passes (Poisson loss only).
     batch_size : int or "auto", default="auto"
         Documents per mini-batch of online ``fit``; "auto": 20 per topic, in [256, 4096].
+        The first pass's first batches make one step, as in ``fit_stream``.
     learning_decay, learning_offset : float, default=0.51 and 1.0
         kappa and tau0 of the t-th batch's weight rho_t = (tau0 + t) ** -kappa.
     n_passes : int, default=3

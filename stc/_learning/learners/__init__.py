@@ -92,7 +92,7 @@ class LearningSteps:
     labels = None
     # What the batches of ``fit_stream`` yield, for its error messages.
     stream_items = "count matrices"
-    # Whether fit_stream and online learning on Dask join the first pass's first batches
+    # Whether online learning (in memory, fit_stream, Dask) joins the first pass's first batches
     # (rounds) into one step (`online.first_step_documents`): measured for STC's topics;
     # MedSTC's classifier step learns its batches as given.
     joins_first_batches = True

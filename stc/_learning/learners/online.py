@@ -113,26 +113,43 @@ def learn(problem, X, options, steps=None, *, state=None):
 
     With ``init="nndsvd"`` the topics start from the whole of ``X``
     (`online_start`), else from the first batch. Each pass draws a new order
-    from ``options.random_state``, which also seeds the start. With
-    ``steps.labels`` (MedSTC) each batch is the pair (rows of X, their labels).
-    Returns the `LearnedTopics`.
+    from ``options.random_state``, which also seeds the start. The first
+    pass's first batches make one step, as `learn_stream` joins them
+    (`first_batches_joined`; not MedSTC's). With ``steps.labels`` (MedSTC)
+    each batch is the pair (rows of X, their labels). Returns the
+    `LearnedTopics`.
     """
     steps = LearningSteps() if steps is None else steps
     rng = check_random_state(options.random_state)
     state = OnlineState() if state is None else state
     if state.components is None and resolved_init(options.init, options.n_topics) == "nndsvd":
         state.components = online_start(X, options, rng)  # else drawn from the first batch
+    n_batches = -(-X.shape[0] // options.batch_size)
+    joined = (first_batches_joined(options.batch_size, n_batches, options.n_topics)
+              if steps.joins_first_batches else 1)
 
-    def shuffled_batches():
+    def shuffled_batches(pass_number):
         order = rng.permutation(X.shape[0])
-        for first in range(0, X.shape[0], options.batch_size):
-            rows = order[first:first + options.batch_size]
+        for first, stop in batch_bounds(X.shape[0], options.batch_size,
+                                        joined if pass_number == 1 else 1):
+            rows = order[first:stop]
             batch = rows_of(X, rows)
             yield batch if steps.labels is None else (batch, steps.labels[rows])
 
-    n_batches = -(-X.shape[0] // options.batch_size)
-    return _passes(lambda: problem, lambda pass_number: shuffled_batches(), n_batches, state,
-                   options, rng, steps)
+    return _passes(lambda: problem, shuffled_batches, n_batches, state, options, rng, steps,
+                   first_pass_fewer=joined - 1)
+
+
+def batch_bounds(n_rows, batch_size, joined=1):
+    """(first, stop) rows of a pass's batches over ``n_rows``, the first ``joined`` as one."""
+    stops = list(range(joined * batch_size, n_rows, batch_size)) + [n_rows]
+    return list(zip([0] + stops[:-1], stops))
+
+
+def first_batches_joined(batch_size, n_batches, n_topics):
+    """How many of the first pass's first batches make its first step (at least 1): as
+    `join_first_batches` joins a stream's, until they hold `first_step_documents`."""
+    return int(min(max(-(-first_step_documents(n_topics) // batch_size), 1), n_batches))
 
 
 def rows_of(X, rows):

@@ -366,6 +366,8 @@ class LabelledOnlineSteps(LearningSteps):
     order and stores the classifiers.
     """
 
+    joins_first_batches = False  # the classifier steps learn each batch as given
+
     def __init__(self, model, classes, y_index, problem):
         self.classes, self.labels = classes, y_index
         self.supervision = new_supervision(model, classes.size)

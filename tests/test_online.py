@@ -15,10 +15,9 @@ from stc._core._simplex import (OnlineBlock, online_block_finish, online_block_s
 from stc._learning.coding import CodingProblem, code_new_documents
 from stc._learning.dictionary import CorpusLayout, update_dictionary
 from stc._learning.learners import online
-from stc._learning.stochastic_dictionary import (FIRST_STEP_SWEEPS, NEW_TERM_SHARE,
-                                                 OnlineStatistics, introduce_new_terms,
-                                                 learn_from_batch, learning_rate,
-                                                 simplex_minimiser)
+from stc._learning.stochastic_dictionary import (NEW_TERM_SHARE, OnlineStatistics,
+                                                 introduce_new_terms, learn_from_batch,
+                                                 learning_rate, simplex_minimiser)
 from stc.losses import get_loss
 
 from conftest import brief_fit
@@ -175,28 +174,6 @@ def test_one_batch_with_full_weight_is_the_batch_mm_step(newsgroups):
                                           max_iter=2, tol=0.0, means=result.means)
     assert n_steps == 2
     np.testing.assert_allclose(online, batch, rtol=1e-9, atol=1e-15)
-
-
-def test_first_step_codes_with_a_few_sweeps_as_batch_learnings_first_iterations(newsgroups):
-    """The step that starts the statistics codes its documents with FIRST_STEP_SWEEPS
-    sweeps (none of them reported as capped); every later step codes to the tolerance."""
-    train, _ = newsgroups
-    X = train.data[:150]
-    problem = CodingProblem(get_loss("poisson"), 0.1, 0.1, 0.01, tol=1e-9)
-    with pytest.warns(ConvergenceWarning):
-        beta0 = STC(n_topics=4, max_iter=2, random_state=0).fit(X).components_
-    _, _, swept = code_new_documents(problem.with_max_iter(FIRST_STEP_SWEEPS), X, beta0)
-    _, _, converged = code_new_documents(problem, X, beta0)
-    assert np.all(swept.n_iter == FIRST_STEP_SWEEPS)
-    assert np.all(converged.n_iter > FIRST_STEP_SWEEPS)  # the cap stops every document
-    beta, statistics, first = learn_from_batch(problem, X, beta0.copy(), None, 0.5)
-    assert first.objective == pytest.approx(swept.objective.sum(), rel=1e-12)
-    assert first.objective > converged.objective.sum() * (1 + 1e-6)
-    assert first.capped_documents == 0
-    _, _, at_new_topics = code_new_documents(problem, X, beta)
-    _, _, second = learn_from_batch(problem, X, beta.copy(), statistics, 0.5)
-    assert second.objective == pytest.approx(at_new_topics.objective.sum(), rel=1e-12)
-    assert second.capped_documents == np.count_nonzero(at_new_topics.n_iter >= problem.max_iter)
 
 
 def test_auto_batch_size_is_twenty_documents_a_topic_within_bounds():

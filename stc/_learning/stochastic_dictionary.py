@@ -57,11 +57,11 @@ import scipy.sparse as sp
 
 from stc._core._sparse_ops import mm_first_statistics, mm_step_statistics
 from stc._core._word_codes import SparseWordCodes
-from stc._learning.coding import as_code_rows, code_new_documents, iteration_problem
+from stc._learning.coding import as_code_rows, code_new_documents
 from stc._core._simplex import (OnlineBlock, mm_minimiser_rows, online_block_finish,
                                 online_block_solve, online_block_start)
 from stc._learning.dictionary import CorpusLayout
-from stc._learning.progress import step_capped_documents
+from stc._learning.progress import count_capped
 
 # A new term enters every topic with this share times its frequency in the
 # batch, as the corpus part of `stc._learning.dictionary.initial_dictionary` does.
@@ -80,24 +80,6 @@ def auto_batch_size(n_topics):
     """The mini-batch size of ``batch_size="auto"``: 20 documents per topic, in [256, 4096]."""
     low, high = AUTO_BATCH_SIZE_BOUNDS
     return int(min(max(DOCUMENTS_PER_TOPIC * n_topics, low), high))
-
-
-# The first step of online learning (the one that starts the running statistics) codes its
-# documents with this many sweeps from the common start, as batch learning's first
-# iterations code the corpus with one each: its codes are made at the starting topics,
-# which that step replaces, and coding them to the tolerance took several times a later
-# step's sweeps per document (a third of a K = 100 fit on 20 Newsgroups). One sweep
-# fitted 20 Newsgroups' validation split and large sampled corpora better than coding to
-# the tolerance, but blurred the topics of a small corpus (all of it in the first step,
-# three steps a pass); two kept most of the gain and not that loss. Chosen on validation
-# data (benchmarks/results_online_steps.md, "The first step's codes").
-FIRST_STEP_SWEEPS = 2
-
-
-def step_sweeps(first_step):
-    """The sweep cap of a step's coding: `FIRST_STEP_SWEEPS` for the first step of a fit,
-    else None (coded to the problem's tolerance)."""
-    return FIRST_STEP_SWEEPS if first_step else None
 
 
 def learning_rate(batch_number, offset, decay):
@@ -240,20 +222,18 @@ class CodedBatch:
         return out
 
 
-def code_batch(problem, X, beta, n_jobs=None, sweeps=None):
+def code_batch(problem, X, beta, n_jobs=None):
     """Code CSR batch ``X`` with ``beta`` (cold start); return a `CodedBatch`.
 
     ``beta`` may be the topics (K, N), or their columns for the batch's terms
     only (K, terms) with ``X``'s columns numbered accordingly: coding reads
-    the topic weights of a document's own words only. ``sweeps``: at most that
-    many sweeps a document (`step_sweeps`; None: to the problem's tolerance).
+    the topic weights of a document's own words only.
     """
     layout, beta_t = batch_columns(X, beta)
-    step_problem = iteration_problem(problem, sweeps)
-    _, codes, result = code_new_documents(step_problem, layout.compact, beta_t.T,
+    _, codes, result = code_new_documents(problem, layout.compact, beta_t.T,
                                           keep_word_codes="sparse", n_jobs=n_jobs, beta_t=beta_t)
     outcome = BatchOutcome(float(np.sum(result.objective)), X.shape[0],
-                           step_capped_documents(result, step_problem, sweeps))
+                           count_capped(result, problem))
     return batch_sums(X, beta, codes, result.means, outcome, n_jobs, layout)
 
 
@@ -323,11 +303,10 @@ def learn_from_batch(problem, X, beta, statistics, rho, *, max_steps=3, n_jobs=N
     """Code CSR batch ``X`` with ``beta``, then take the stochastic dictionary step.
 
     ``statistics`` is an `OnlineStatistics` or None (first batch: started at
-    ``beta``, and coded with `FIRST_STEP_SWEEPS` sweeps). ``beta`` (C-contiguous
-    float64) and ``statistics`` are updated in place. Returns (beta,
-    statistics, `BatchOutcome`).
+    ``beta``). ``beta`` (C-contiguous float64) and ``statistics`` are updated
+    in place. Returns (beta, statistics, `BatchOutcome`).
     """
-    batch = code_batch(problem, X, beta, n_jobs, step_sweeps(statistics is None))
+    batch = code_batch(problem, X, beta, n_jobs)
     if max_steps == 1:
         batch.codes = None  # no MM step re-reads them: free them before the step
     statistics = stochastic_dictionary_step(

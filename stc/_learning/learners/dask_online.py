@@ -27,7 +27,7 @@ from stc._learning.learners.online import OnlineState, run_passes
 from stc._learning.learners.partitions import Partitions, current_client
 from stc._learning.stochastic_dictionary import (BatchOutcome, code_batch,
                                                  introduce_terms_by_count, learning_rate,
-                                                 step_sweeps, stochastic_dictionary_step)
+                                                 stochastic_dictionary_step)
 
 
 def learn(problem, X, options, steps=None):
@@ -159,8 +159,7 @@ def _own_columns(shared, terms):
     return _slice_columns(columns, np.searchsorted(union, terms))
 
 
-def _online_code(partition, shared, problem, n_jobs, next_selection, keep_codes, coder=None,
-                 sweeps=None):
+def _online_code(partition, shared, problem, n_jobs, next_selection, keep_codes, coder=None):
     """Code the pending slice; select the next slice; return its `RoundSums`.
 
     ``shared`` holds the round's terms and their topic columns (the same for
@@ -171,8 +170,7 @@ def _online_code(partition, shared, problem, n_jobs, next_selection, keep_codes,
     ``coder(partition, problem, X, beta_columns, n_jobs)`` returns the slice's
     `stc._learning.stochastic_dictionary.CodedBatch` and the report, what the
     client learns from besides the sums (None without a coder or for an empty
-    slice). ``sweeps``: `code_batch`'s sweep cap (the first step's,
-    `stc._learning.stochastic_dictionary.step_sweeps`).
+    slice).
     """
     X, terms = partition.pending
     start = time.perf_counter()
@@ -180,7 +178,7 @@ def _online_code(partition, shared, problem, n_jobs, next_selection, keep_codes,
     if X.shape[0]:
         beta_columns = _own_columns(shared, terms)
         if coder is None:
-            partition.coded = code_batch(problem, X, beta_columns, n_jobs, sweeps)
+            partition.coded = code_batch(problem, X, beta_columns, n_jobs)
         else:
             partition.coded, report = coder(partition, problem, X, beta_columns, n_jobs)
         plain, responsibilities, outcome = (partition.coded.plain,
@@ -410,10 +408,8 @@ class DaskOnlineTraining:
         introduce_terms_by_count(state.components, counts)
         union = np.flatnonzero(counts > 0)
         coder = self.steps.coding_step(self)  # None: STC's, code_batch
-        sweeps = step_sweeps(state.statistics is None)  # as learn_from_batch codes in memory
         first = self.trip(_online_code, union, np.take(state.components, union, axis=1), [
-            (self.problem, self.n_jobs, nxt, self.max_steps > 1, coder, sweeps)
-            for nxt in following])
+            (self.problem, self.n_jobs, nxt, self.max_steps > 1, coder) for nxt in following])
         answers = first.answers
         self.busy_seconds += [answer.busy for answer in answers]
 

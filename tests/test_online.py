@@ -344,6 +344,10 @@ def test_fit_in_memory_joins_its_first_batches(newsgroups, monkeypatch):
     assert model.n_batch_iter_ == 5 + 7
     assert online.batch_bounds(1000, 150, 3)[:2] == [(0, 450), (450, 600)]
     assert online.batch_bounds(1000, 150, 7) == [(0, 1000)]
+    # uneven batches (a dask array's rounds): the fewest that hold the 400 documents
+    assert online.first_step_batches([100, 399, 400, 900], 5) == 3
+    assert online.first_step_batches([100, 250], 5) == 2
+    assert online.first_step_batches([500, 900], 5) == 1
 
 
 @pytest.mark.parametrize("reiterable", [False, True])

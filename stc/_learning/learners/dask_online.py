@@ -357,12 +357,9 @@ class DaskOnlineTraining:
 
     def _first_rounds(self):
         """The rounds joined in the first pass's first step (see `step_rounds`)."""
-        rounds = 1
-        while (rounds < self.n_rounds and sum(round_rows(size, self.n_rounds, rounds - 1)[1]
-                                              for size in self.sizes)
-               < online.first_step_documents(self.n_topics)):
-            rounds += 1
-        return rounds
+        ends = [sum(round_rows(size, self.n_rounds, r)[1] for size in self.sizes)
+                for r in range(self.n_rounds)]
+        return online.first_step_batches(ends, self.n_topics)
 
     def _initial_topics(self, selected, counts):
         """The first step's start, as `stc._learning.learners.online.online_start` makes it

@@ -147,9 +147,18 @@ def batch_bounds(n_rows, batch_size, joined=1):
 
 
 def first_batches_joined(batch_size, n_batches, n_topics):
-    """How many of the first pass's first batches make its first step (at least 1): as
-    `join_first_batches` joins a stream's, until they hold `first_step_documents`."""
-    return int(min(max(-(-first_step_documents(n_topics) // batch_size), 1), n_batches))
+    """How many of the first pass's first batches of ``batch_size`` documents (``n_batches``
+    in all) make its first step (`first_step_batches`; a short last batch joins only when
+    every batch does)."""
+    return first_step_batches(batch_size * np.arange(1, n_batches + 1), n_topics)
+
+
+def first_step_batches(ends, n_topics):
+    """How many of the first batches the first step joins, given ``ends``, the documents
+    the batches hold from the first up to each one: as `join_first_batches` joins a
+    stream's, the fewest that hold `first_step_documents` (at least 1, at most all)."""
+    held = np.searchsorted(np.asarray(ends), first_step_documents(n_topics))
+    return int(min(held + 1, len(ends)))
 
 
 def rows_of(X, rows):

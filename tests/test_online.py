@@ -326,49 +326,17 @@ def test_first_step_grows_with_the_square_of_the_topics(newsgroups, monkeypatch)
     np.testing.assert_array_equal(streamed.components_, looped.components_)
 
 
-def test_fit_in_memory_learns_its_first_step_as_batch_learning_does(newsgroups, monkeypatch):
-    """The first step of an in-memory fit: FIRST_STEP_ITERATIONS iterations of batch learning
-    over its documents from the same start, then the stochastic step from their codes."""
-    monkeypatch.setattr(online, "FIRST_STEP_DOCUMENTS", 300)
-    X = newsgroups[0].data[:300]
-    params = dict(SMALL, n_topics=6, init="nndsvd")
-    captured = []
-    stochastic_step = online.stochastic_dictionary_step
-
-    def capture(beta, *args, **kwargs):
-        captured.append(beta.copy())
-        return stochastic_step(beta, *args, **kwargs)
-
-    monkeypatch.setattr(online, "stochastic_dictionary_step", capture)
-    model = STC(**params, learning_method="online", batch_size=100, n_passes=1,
-                topic_averaging=0.0).fit(X)  # the 300 documents join in the first step
-    assert model.n_batch_iter_ == 1 and len(captured) == 1
-    with pytest.warns(ConvergenceWarning):  # tol=0: the iterations run to max_iter
-        batch = STC(**params, max_iter=online.FIRST_STEP_ITERATIONS, tol=0.0).fit(X)
-    assert batch.n_iter_ == online.FIRST_STEP_ITERATIONS
-    # the same documents in another order: the dictionary step adds them up in another order
-    np.testing.assert_allclose(captured[0], batch.components_, rtol=1e-9, atol=1e-15)
-    # and the stochastic step then moved the topics from there
-    assert not np.allclose(model.components_, batch.components_)
-    assert_on_simplex(model.components_)
-
-
 def test_fit_in_memory_joins_its_first_batches(newsgroups, monkeypatch):
     """An in-memory fit's first pass starts with one step of its first shuffled batches
     joined, as fit_stream's does; the later passes keep every batch."""
     monkeypatch.setattr(online, "FIRST_STEP_DOCUMENTS", 400)
-    sizes, step, first = [], online.stc_batch_step, online.first_step_as_batch
+    sizes, step = [], online.stc_batch_step
 
     def recorded(problem, X, *args):
         sizes.append(X.shape[0])
         return step(problem, X, *args)
 
-    def recorded_first(problem, X, *args, **kwargs):
-        sizes.append(X.shape[0])
-        return first(problem, X, *args, **kwargs)
-
     monkeypatch.setattr(online, "stc_batch_step", recorded)
-    monkeypatch.setattr(online, "first_step_as_batch", recorded_first)
     model = STC(**SMALL, learning_method="online", batch_size=150, n_passes=2).fit(
         newsgroups[0].data[:1000])
     # 7 batches a pass, the last of 100 documents; the first three (450 >= 400) joined

@@ -16,22 +16,17 @@ per pass.
 """
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
-from stc._learning.coding import (code_documents, initial_codes, iteration_problem,
-                                  start_value_in_domain)
-from stc._learning.dictionary import CorpusLayout, resolved_init, starting_topics
-from stc._learning.learners import LearnedTopics, LearningSteps, batch
-from stc._learning.progress import StopRequest, step_capped_documents
-from stc._learning.stochastic_dictionary import (BatchLayout, BatchOutcome, OnlineStatistics,
-                                                 batch_sums, introduce_new_terms,
-                                                 learn_from_batch, learning_rate,
-                                                 stochastic_dictionary_step)
-from stc._learning.training import TrainingState
+from stc._learning.dictionary import resolved_init, starting_topics
+from stc._learning.learners import LearnedTopics, LearningSteps
+from stc._learning.progress import StopRequest
+from stc._learning.stochastic_dictionary import (OnlineStatistics, introduce_new_terms,
+                                                 learn_from_batch, learning_rate)
 
 
 @dataclass
@@ -74,52 +69,6 @@ def stc_batch_step(problem, X, state, options, rng, pass_number=1):
     state.components, state.statistics, outcome = learn_from_batch(
         problem, X, state.components, statistics, rho, max_steps=options.dictionary_max_iter,
         n_jobs=options.n_jobs)
-    return outcome
-
-
-# `fit` in memory learns its first step (the first pass's first batches joined) as batch
-# learning learns a corpus, for this many iterations, before the stochastic step: started
-# from the starting topics, the first step's codes fixed topics that online learning then
-# kept (coherence and accuracy below batch learning's), where batch learning's first
-# iterations move the topics and the codes together. Chosen on the training split of 20
-# Newsgroups (benchmarks/results_online_first_step.md): 4 and 6 gave alike at K = 50.
-FIRST_STEP_ITERATIONS = 4
-
-
-def first_step_as_batch(problem, X, options, *, state, rng, pass_number=1):
-    """STC's first step of ``fit`` in memory: `FIRST_STEP_ITERATIONS` of batch learning.
-
-    The CSR batch ``X``'s documents are learned as `stc._learning.learners.batch.learn`
-    learns a corpus, from the starting topics (over the terms ``X`` holds: the
-    others get zero weight, and enter later as new terms); one more coding
-    step at the topics it ends with gives the codes the stochastic step
-    (`stochastic_dictionary_step`) learns from, as `stc_batch_step` learns
-    from a coded batch. Returns the `BatchOutcome`.
-    """
-    statistics, rho = start_batch(X, state, options, rng, count_terms=pass_number == 1)
-    layout = BatchLayout(X)
-    compact = layout.compact
-    topics = np.ascontiguousarray(state.components[:, layout.terms])
-    codes, theta = initial_codes(compact, options.n_topics,
-                                 start_value_in_domain(problem.loss, compact, topics),
-                                 sparse=True)
-    training = TrainingState(compact, CorpusLayout(compact), topics, codes, theta)
-    batch.learn(problem, compact, replace(options, max_iter=FIRST_STEP_ITERATIONS, tol=0.0,
-                                          verbose=0), state=training)
-    beta = np.zeros_like(state.components)
-    beta[:, layout.terms] = training.beta
-    coding = iteration_problem(problem, options.sweeps_per_iteration)
-    result = code_documents(coding, compact, training.beta, training.codes, training.theta,
-                            n_jobs=options.n_jobs)
-    outcome = BatchOutcome(float(np.sum(result.objective)), X.shape[0],
-                           step_capped_documents(result, coding, options.sweeps_per_iteration))
-    sums = batch_sums(X, beta, training.codes, result.means, outcome, options.n_jobs, layout)
-    state.statistics = stochastic_dictionary_step(
-        beta, statistics, rho, X.shape[0], layout.terms, sums,
-        lambda topics, terms: sums.responsibilities_at(problem.loss, topics, terms,
-                                                       options.n_jobs),
-        max_steps=options.dictionary_max_iter, n_jobs=options.n_jobs)
-    state.components = beta
     return outcome
 
 
@@ -187,12 +136,8 @@ def learn(problem, X, options, steps=None, *, state=None):
             batch = rows_of(X, rows)
             yield batch if steps.labels is None else (batch, steps.labels[rows])
 
-    # STC's first step from a start of its own learns as batch learning does (MedSTC's
-    # steps and a fit that goes on from learned statistics take the stochastic step)
-    first_step = (first_step_as_batch
-                  if steps.batch_step() is None and state.statistics is None else None)
     return _passes(lambda: problem, shuffled_batches, n_batches, state, options, rng, steps,
-                   first_pass_fewer=joined - 1, first_step=first_step)
+                   first_pass_fewer=joined - 1)
 
 
 def batch_bounds(n_rows, batch_size, joined=1):
@@ -314,18 +259,11 @@ def join_first_batches(batches, documents):
 
 
 def _passes(problem_of, make_batches, n_batches, state, options, rng, steps,
-            first_pass_fewer=0, first_step=None):
-    """The passes of `learn` and `learn_stream` over ``make_batches(pass_number)``.
-
-    ``first_step``, if given, learns from the first step (the first batch
-    with a word) in place of ``steps``' batch step (`first_step_as_batch`).
-    """
+            first_pass_fewer=0):
+    """The passes of `learn` and `learn_stream` over ``make_batches(pass_number)``."""
     def learn_from(batch, pass_number):
         if counts_of(batch).nnz == 0:
             return None  # no word to learn from: a step would only shrink the statistics
-        if first_step is not None and state.statistics is None:
-            return first_step(problem_of(), batch, options, state=state, rng=rng,
-                              pass_number=pass_number)
         return learn_batch(problem_of(), batch, options, steps, state=state, rng=rng,
                            pass_number=pass_number)
 

@@ -13,7 +13,7 @@ from stc import STC
 from stc._core._simplex import (OnlineBlock, online_block_finish, online_block_solve,
                                 online_block_start)
 from stc._learning.coding import CodingProblem, code_new_documents
-from stc._learning.dictionary import CorpusLayout, nndsvd_dictionary, update_dictionary
+from stc._learning.dictionary import CorpusLayout, update_dictionary
 from stc._learning.learners import online
 from stc._learning.stochastic_dictionary import (NEW_TERM_SHARE, OnlineStatistics,
                                                  introduce_new_terms, learn_from_batch,
@@ -324,28 +324,6 @@ def test_first_step_grows_with_the_square_of_the_topics(newsgroups, monkeypatch)
         looped.partial_fit(batch)
     assert streamed.n_batch_iter_ == looped.n_batch_iter_ == 4
     np.testing.assert_array_equal(streamed.components_, looped.components_)
-
-
-def test_fit_in_memory_starts_from_a_shorter_svd_of_the_whole_corpus(newsgroups, monkeypatch):
-    """An in-memory fit starts from NNDSVD of the whole corpus, as batch learning does, with
-    WHOLE_CORPUS_POWER_ITERATIONS power iterations of the randomized SVD (batch learning:
-    scikit-learn's "auto", 7 at this rank, the same as asked for explicitly)."""
-    X = newsgroups[0].data[:400]
-    starts, original = [], online.starting_topics
-
-    def recorded(*args, **kwargs):
-        starts.append(original(*args, **kwargs))
-        return starts[-1].copy()
-
-    monkeypatch.setattr(online, "starting_topics", recorded)
-    STC(**dict(SMALL, n_topics=6), init="nndsvd", learning_method="online", n_passes=1).fit(X)
-    assert online.WHOLE_CORPUS_POWER_ITERATIONS == 2 and len(starts) == 1
-    shorter = nndsvd_dictionary(X, 6, np.random.RandomState(0), power_iterations=2)
-    np.testing.assert_allclose(starts[0], shorter, rtol=1e-12, atol=1e-15)
-    usual = nndsvd_dictionary(X, 6, np.random.RandomState(0))
-    np.testing.assert_array_equal(usual, nndsvd_dictionary(X, 6, np.random.RandomState(0),
-                                                           power_iterations=7))
-    assert not np.allclose(shorter, usual, rtol=1e-6, atol=0)  # the SVD's iterations matter
 
 
 def test_fit_in_memory_joins_its_first_batches(newsgroups, monkeypatch):

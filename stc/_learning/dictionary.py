@@ -112,17 +112,13 @@ def resolved_init(init, n_topics):
     return init
 
 
-def starting_topics(X, n_topics, init, random_state, power_iterations="auto"):
-    """The starting topics of CSR ``X`` by a resolved ``init`` ("random" or "nndsvd").
-
-    ``power_iterations``: the NNDSVD's (`nndsvd_dictionary`).
-    """
-    if init == "nndsvd":
-        return nndsvd_dictionary(X, n_topics, random_state, power_iterations=power_iterations)
-    return initial_dictionary(X, n_topics, random_state)
+def starting_topics(X, n_topics, init, random_state):
+    """The starting topics of CSR ``X`` by a resolved ``init`` ("random" or "nndsvd")."""
+    start = nndsvd_dictionary if init == "nndsvd" else initial_dictionary
+    return start(X, n_topics, random_state)
 
 
-def nndsvd_dictionary(X, n_topics, random_state, corpus_share=0.01, power_iterations="auto"):
+def nndsvd_dictionary(X, n_topics, random_state, corpus_share=0.01):
     """Starting topics from a truncated SVD of the counts (NNDSVD; Boutsidis & Gallopoulos, 2008).
 
     The k-th singular pair (u, v) of X ~ U S V^T is split into its positive
@@ -135,17 +131,15 @@ def nndsvd_dictionary(X, n_topics, random_state, corpus_share=0.01, power_iterat
     starts on a direction of the data instead of a few documents; where that
     helps: docs/quality.md, "Initialisation".
 
-    The SVD is scikit-learn's `randomized_svd` seeded by ``random_state``,
-    with ``power_iterations`` its ``n_iter``; its dense steps run in BLAS, so
-    its last bits may depend on the BLAS build.
+    The SVD is scikit-learn's `randomized_svd` seeded by ``random_state``; its
+    dense steps run in BLAS, so its last bits may depend on the BLAS build.
     """
     check_topics_fit_in_memory(n_topics, X.shape[1])
     corpus = np.asarray(X.sum(axis=0), dtype=np.float64).ravel()
     if corpus.sum() <= 0 or n_topics >= min(X.shape):
         # nothing to decompose (or fewer directions than topics): the draws' start
         return initial_dictionary(X, n_topics, random_state)
-    U, _, Vt = randomized_svd(X, n_topics, n_iter=power_iterations,
-                              random_state=check_random_state(random_state))
+    U, _, Vt = randomized_svd(X, n_topics, random_state=check_random_state(random_state))
     topics = np.abs(Vt)  # the first pair is of one sign
     for k in range(1, n_topics):
         u, v = U[:, k], Vt[k]

@@ -96,26 +96,16 @@ def start_batch(X, state, options, rng, count_terms=True):
                                      options.learning_decay)
 
 
-# An in-memory fit's NNDSVD start is of the whole corpus, as batch learning's, but its
-# randomized SVD makes 2 power iterations instead of scikit-learn's "auto" (7 at these
-# ranks): a third of the time (K = 100 on 20 Newsgroups: 1.05 s against 3.45 s, a sixth of
-# the online fit), and on the training split's validation part the online fits scored as
-# well (benchmarks/results_online_first_step.md). Batch learning keeps its start.
-WHOLE_CORPUS_POWER_ITERATIONS = 2
-
-
-def online_start(X, options, rng, power_iterations="auto"):
+def online_start(X, options, rng):
     """The starting topics of online learning, from the CSR counts ``X`` it has first.
 
     By ``options.init`` (`resolved_init`, as batch learning resolves "auto"),
     seeded by ``rng``: the draws from the first mini-batch, NNDSVD of the
-    whole corpus for an in-memory ``fit`` (as batch learning starts, with
-    `WHOLE_CORPUS_POWER_ITERATIONS`) and of the first mini-batch for
-    ``fit_stream``, ``partial_fit`` and a dask array. ``power_iterations``:
-    the NNDSVD's (`stc._learning.dictionary.nndsvd_dictionary`).
+    whole corpus for an in-memory ``fit`` (as batch learning starts) and of
+    the first mini-batch for ``fit_stream``, ``partial_fit`` and a dask array.
     """
     init = resolved_init(options.init, options.n_topics)
-    return starting_topics(X, options.n_topics, init, rng, power_iterations)
+    return starting_topics(X, options.n_topics, init, rng)
 
 
 def learn(problem, X, options, steps=None, *, state=None):
@@ -133,8 +123,7 @@ def learn(problem, X, options, steps=None, *, state=None):
     rng = check_random_state(options.random_state)
     state = OnlineState() if state is None else state
     if state.components is None and resolved_init(options.init, options.n_topics) == "nndsvd":
-        # else drawn from the first batch
-        state.components = online_start(X, options, rng, WHOLE_CORPUS_POWER_ITERATIONS)
+        state.components = online_start(X, options, rng)  # else drawn from the first batch
     n_batches = -(-X.shape[0] // options.batch_size)
     joined = (first_batches_joined(options.batch_size, n_batches, options.n_topics)
               if steps.joins_first_batches else 1)

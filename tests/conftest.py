@@ -20,6 +20,23 @@ settings.register_profile("repeatable", derandomize=True, database=None)
 settings.register_profile("random", derandomize=False)
 settings.load_profile(os.environ.get("STC_HYPOTHESIS", "repeatable"))
 
+
+def draw_without_project_literals():
+    """Recent Hypothesis mixes literals found in the project's loaded modules into the
+    examples it draws, so derandomised examples would change with what a run happens to
+    have imported by then; the repeatable profile draws without them."""
+    try:
+        from hypothesis.internal.conjecture import providers
+        no_literals = providers.Constants()
+        providers._get_local_constants  # the hook this Hypothesis calls for them
+    except (ImportError, AttributeError):
+        return  # a Hypothesis without that pool
+    providers._get_local_constants = lambda: no_literals
+
+
+if os.environ.get("STC_HYPOTHESIS", "repeatable") == "repeatable":
+    draw_without_project_literals()
+
 # The ConvergenceWarning of a fit stopped at max_iter on purpose: a few outer
 # iterations are all such a test needs. pyproject.toml turns warnings into
 # errors, so a test that fits briefly carries this mark, which silences that
